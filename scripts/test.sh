@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up everything the tests need on a fresh machine, then runs the whole suite.
+# This is the test command of the README; .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() { command -v "$1" >/dev/null 2>&1; }
+apt_install() {
+  if [ "$(id -u)" = 0 ] && need apt-get; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    echo "test.sh: please install: $*" >&2; exit 1
+  fi
+}
+need git || apt_install git
+need cargo || { echo "test.sh: cargo is required (https://rustup.rs)" >&2; exit 1; }
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --locked --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --locked --all-targets -- --test-threads="${SLIPWAY_TEST_THREADS:-4}"

@@ -1,0 +1,189 @@
+//! The command-line grammar (DESIGN.md §3).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Private git worktrees and sandboxes for AI coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "slipway", version, about, long_about = None)]
+pub struct Cli {
+    /// A path inside the repository (or one of its worktrees); default: the current directory.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Print one JSON document on stdout instead of text for people.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List local and remote-tracking branches.
+    Branches,
+    /// Resolve a source branch policy without creating anything.
+    Resolve(SourceArgs),
+    /// Create, list and close worktrees.
+    #[command(subcommand)]
+    Worktree(WorktreeCommand),
+    /// Run an agent in a worktree (or straight in HEAD) and bring its work back.
+    Run(Box<RunArgs>),
+    /// Create a demo repository in a temporary folder and run a scripted agent in it.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SourceArgs {
+    /// Where a new branch starts: host-head, current-branch, default, named, ask (or named:REF).
+    #[arg(long, value_name = "POLICY")]
+    pub source: Option<String>,
+    /// The branch for the named policy: `feature/x` (local) or `origin/feature/x` (remote-tracking).
+    #[arg(long = "ref", value_name = "REF")]
+    pub reference: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// Create a worktree (or return the existing one for the branch).
+    Create(CreateArgs),
+    /// List slipway worktrees, with their status and any orphans.
+    List,
+    /// Close a worktree: removed when clean, preserved when it has uncommitted changes.
+    Close(CloseArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("strategy").required(true).args(["branch", "merge_to_head"])))]
+pub struct CreateArgs {
+    /// Work on this branch (created when new).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// Start a new branch here (only used when the branch is new).
+    #[arg(long, value_name = "REF", requires = "branch")]
+    pub base: Option<String>,
+    /// Work on a temporary branch that a run merges back into the host's current branch.
+    #[arg(long)]
+    pub merge_to_head: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Copy these host paths (globs) into the new worktree.
+    #[arg(long = "copy", value_name = "GLOB")]
+    pub copy: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CloseArgs {
+    /// The worktree: its id, its path or its branch.
+    pub worktree: String,
+    /// Remove it even with uncommitted changes (they are lost).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StrategyArg {
+    /// Straight into the host checkout.
+    Head,
+    /// A temporary branch merged back into the host's current branch.
+    MergeToHead,
+    /// A named branch, kept.
+    Branch,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SandboxArg {
+    /// A host process in the worktree.
+    None,
+    /// A Docker container with the worktree bind-mounted.
+    Docker,
+    /// A Docker container with code copied in and out.
+    DockerIsolated,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum AgentArg {
+    Command,
+    ClaudeCode,
+    Codex,
+    Opencode,
+    Pi,
+    Cursor,
+    Copilot,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where the agent's commits land (default: merge-to-head, or branch when --branch is given).
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
+    /// The branch for the branch strategy.
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// Start a new branch here (branch strategy, only when the branch is new).
+    #[arg(long, value_name = "REF")]
+    pub base: Option<String>,
+    /// Run in an existing worktree (id, path or branch); it is kept afterwards.
+    #[arg(long, value_name = "ID")]
+    pub worktree: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Copy these host paths (globs) into a new worktree.
+    #[arg(long = "copy", value_name = "GLOB")]
+    pub copy: Vec<String>,
+    /// Where the agent runs.
+    #[arg(long, value_enum, default_value = "none")]
+    pub sandbox: SandboxArg,
+    /// The container image (docker sandboxes).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// The agent.
+    #[arg(long, value_enum, default_value = "command")]
+    pub agent: AgentArg,
+    /// The agent's model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The prompt, used literally.
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// A prompt template file ({{NAME}}, {{SOURCE_BRANCH}}, {{TARGET_BRANCH}}, !`cmd`).
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// A template argument.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// Iterations at most.
+    #[arg(long, default_value_t = 1)]
+    pub max_iterations: u32,
+    /// Stop the agent after this many seconds without output.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub idle_timeout: u64,
+    /// Output that ends the run early (repeatable; default <promise>COMPLETE</promise>).
+    #[arg(long = "completion-signal", value_name = "S")]
+    pub completion_signals: Vec<String>,
+    /// Seconds of silence after the completion signal before the agent is stopped.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub completion_grace: u64,
+    /// A command run on the host in the worktree before the sandbox starts (repeatable).
+    #[arg(long = "on-worktree-ready", value_name = "CMD")]
+    pub on_worktree_ready: Vec<String>,
+    /// A command run in the sandbox before the agent (repeatable).
+    #[arg(long = "on-sandbox-ready", value_name = "CMD")]
+    pub on_sandbox_ready: Vec<String>,
+    /// Seconds each hook and prompt command may take.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub hook_timeout: u64,
+    /// Use this run id (for callers that track runs).
+    #[arg(long, hide = true)]
+    pub run_id: Option<String>,
+    /// The program of the `command` agent and its arguments.
+    #[arg(last = true, value_name = "PROGRAM")]
+    pub program: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Create the demo repository here instead of a temporary folder.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}

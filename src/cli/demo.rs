@@ -1,0 +1,76 @@
+//! `slipway demo`: the embedded default. It needs nothing but this binary, `sh`
+//! and `git`: a fresh repository, a scripted agent that edits a file and
+//! commits, a merge-to-head run on the host sandbox.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use slipway::agent::AgentSpec;
+use slipway::agent::prompt::PromptSource;
+use slipway::git::HostRepo;
+use slipway::git::policy::SourcePolicy;
+use slipway::run::{Hooks, RunRequest, RunStrategy, SandboxSpec, Timeouts};
+
+use super::CliError;
+
+const AGENT_SCRIPT: &str = r#"set -e
+echo "agent: iteration $SLIPWAY_ITERATION on $SLIPWAY_SOURCE_BRANCH (lands on $SLIPWAY_TARGET_BRANCH)"
+echo "agent: prompt was: $SLIPWAY_PROMPT"
+printf '%s\n' "- a note written by the demo agent" >> NOTES.md
+git add NOTES.md
+git commit -q -m "demo: the agent adds a note"
+echo "<promise>COMPLETE</promise>"
+"#;
+
+pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> {
+    let dir = match dir {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!("slipway-demo-{}", slipway::util::random_hex(4))),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let repo = git2::Repository::init(&dir)?;
+    {
+        let mut config = repo.config()?;
+        config.set_str("user.name", "slipway demo")?;
+        config.set_str("user.email", "demo@slipway.invalid")?;
+    }
+    std::fs::write(dir.join("NOTES.md"), "# Notes\n")?;
+    let mut index = repo.index()?;
+    index.add_path(std::path::Path::new("NOTES.md"))?;
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let sig = repo.signature()?;
+    repo.commit(Some("HEAD"), &sig, &sig, "initial commit", &tree, &[])?;
+    if !json {
+        eprintln!("slipway demo: repository at {}", dir.display());
+    }
+    let host = HostRepo::open(&dir)?;
+    let request = RunRequest {
+        run_id: None,
+        strategy: RunStrategy::MergeToHead,
+        worktree: None,
+        source: SourcePolicy::CurrentBranch,
+        copy: Vec::new(),
+        agent: AgentSpec::Command {
+            command: vec!["sh".into(), "-c".into(), AGENT_SCRIPT.into()],
+        },
+        sandbox: SandboxSpec::None,
+        prompt: PromptSource::Inline("Add a note to NOTES.md and commit it.".into()),
+        prompt_args: Default::default(),
+        max_iterations: 1,
+        completion_signals: Vec::new(),
+        timeouts: Timeouts {
+            idle: Duration::from_secs(60),
+            hook: Duration::from_secs(60),
+            completion_grace: Duration::from_secs(2),
+        },
+        hooks: Hooks::default(),
+    };
+    let code = super::run_cli(&host, request, json)?;
+    if !json {
+        let notes = std::fs::read_to_string(dir.join("NOTES.md")).unwrap_or_default();
+        eprintln!("slipway demo: NOTES.md in the host checkout now reads:\n{notes}");
+    }
+    Ok(code)
+}

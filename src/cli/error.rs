@@ -1,0 +1,88 @@
+//! Errors at the edge: a stable kind, a message that says what to do, and any
+//! data a machine needs (choices, preserved paths).
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// An error as the CLI reports it.
+#[derive(Debug, Serialize)]
+pub struct CliError {
+    pub kind: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub data: Value,
+}
+
+impl CliError {
+    pub fn new(kind: &str, message: impl Into<String>) -> CliError {
+        CliError {
+            kind: kind.to_owned(),
+            message: message.into(),
+            data: Value::Null,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> CliError {
+        self.data = data;
+        self
+    }
+}
+
+impl From<slipway::git::OpenError> for CliError {
+    fn from(e: slipway::git::OpenError) -> Self {
+        CliError::new(e.kind(), e.to_string())
+    }
+}
+
+impl From<slipway::git::policy::SourceError> for CliError {
+    fn from(e: slipway::git::policy::SourceError) -> Self {
+        let choices = e.choices().to_vec();
+        let err = CliError::new(e.kind(), e.to_string());
+        if choices.is_empty() {
+            err
+        } else {
+            err.with_data(serde_json::json!({ "choices": choices }))
+        }
+    }
+}
+
+impl From<slipway::git::policy::PolicyArgError> for CliError {
+    fn from(e: slipway::git::policy::PolicyArgError) -> Self {
+        CliError::new("invalidParams", e.to_string())
+    }
+}
+
+impl From<slipway::worktree::CreateError> for CliError {
+    fn from(e: slipway::worktree::CreateError) -> Self {
+        use slipway::worktree::CreateError;
+        let path = e.worktree_path().map(|p| p.display().to_string());
+        match e {
+            CreateError::Source(inner) => inner.into(),
+            other => {
+                let err = CliError::new(other.kind(), other.to_string());
+                match path {
+                    Some(p) => err.with_data(serde_json::json!({ "worktreePath": p })),
+                    None => err,
+                }
+            }
+        }
+    }
+}
+
+impl From<slipway::worktree::CloseError> for CliError {
+    fn from(e: slipway::worktree::CloseError) -> Self {
+        CliError::new(e.kind(), e.to_string())
+    }
+}
+
+impl From<git2::Error> for CliError {
+    fn from(e: git2::Error) -> Self {
+        CliError::new("git", format!("git: {e}"))
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::new("io", e.to_string())
+    }
+}

@@ -1,0 +1,356 @@
+//! The CLI edge: translate arguments into library calls, and results and
+//! errors into text for people or JSON for machines.
+
+mod args;
+mod demo;
+mod error;
+mod render;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use serde::Serialize;
+use slipway::agent::AgentSpec;
+use slipway::agent::prompt::PromptSource;
+use slipway::git::policy::{self, SourcePolicy};
+use slipway::git::{HostRepo, branches};
+use slipway::run::{self, Hooks, RunEvent, RunRequest, RunStrategy, SandboxSpec, Timeouts};
+use slipway::worktree::{self, CreateRequest, WorktreeTarget};
+use tokio_util::sync::CancellationToken;
+
+use args::{AgentArg, Cli, Command, RunArgs, SandboxArg, SourceArgs, StrategyArg, WorktreeCommand};
+pub use error::CliError;
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            report_error(&err, json);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn report_error(err: &CliError, json: bool) {
+    if json {
+        let doc = serde_json::json!({ "error": err });
+        eprintln!("{doc}");
+    } else {
+        eprintln!("error: {}", err.message);
+    }
+}
+
+/// Prints a JSON document on stdout.
+fn print_json<T: Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("error: cannot serialise the result: {e}"),
+    }
+}
+
+fn open(repo: &Option<PathBuf>) -> Result<HostRepo, CliError> {
+    let path = match repo {
+        Some(p) => p.clone(),
+        None => std::env::current_dir()?,
+    };
+    Ok(HostRepo::open(&path)?)
+}
+
+fn source_policy(args: &SourceArgs, default: SourcePolicy) -> Result<SourcePolicy, CliError> {
+    match (&args.source, &args.reference) {
+        (None, None) => Ok(default),
+        (None, Some(r)) => Ok(SourcePolicy::Named {
+            reference: r.clone(),
+        }),
+        (Some(s), r) if r.is_none() => Ok(s.parse::<SourcePolicy>()?),
+        (Some(s), r) => Ok(SourcePolicy::from_parts(s, r.as_deref())?),
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Branches => {
+            let host = open(&cli.repo)?;
+            let list = branches::list_branches(host.git())?;
+            if cli.json {
+                print_json(&serde_json::json!({ "branches": list }));
+            } else {
+                print!("{}", render::branches(&list));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resolve(args) => {
+            let host = open(&cli.repo)?;
+            let policy = source_policy(&args, SourcePolicy::HostHead)?;
+            let resolved = policy::resolve(host.git(), &policy)?;
+            if cli.json {
+                print_json(&resolved);
+            } else {
+                println!("{} -> {}", resolved.label, resolved.commit);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worktree(WorktreeCommand::Create(args)) => {
+            let host = open(&cli.repo)?;
+            let target = match (args.branch, args.merge_to_head) {
+                (Some(name), false) => WorktreeTarget::Branch {
+                    name,
+                    base: args.base,
+                },
+                _ => WorktreeTarget::MergeToHead,
+            };
+            let request = CreateRequest {
+                target,
+                source: source_policy(&args.source, SourcePolicy::HostHead)?,
+                copy: args.copy,
+            };
+            let created = worktree::create(&host, &request)?;
+            if cli.json {
+                print_json(&created);
+            } else {
+                print!("{}", render::created(&created));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worktree(WorktreeCommand::List) => {
+            let host = open(&cli.repo)?;
+            let list = worktree::list(&host)?;
+            if cli.json {
+                print_json(&serde_json::json!({ "worktrees": list }));
+            } else {
+                print!("{}", render::worktrees(&list));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worktree(WorktreeCommand::Close(args)) => {
+            let host = open(&cli.repo)?;
+            let outcome = worktree::close(&host, &args.worktree, args.force)?;
+            if cli.json {
+                print_json(&outcome);
+            } else {
+                print!("{}", render::closed(&outcome));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run(args) => {
+            let host = open(&cli.repo)?;
+            let request = run_request(*args)?;
+            run_cli(&host, request, cli.json)
+        }
+        Command::Demo(args) => demo::run_demo(args.dir, cli.json),
+    }
+}
+
+fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
+    let strategy = match (args.strategy, &args.branch) {
+        (Some(StrategyArg::Head), None) => RunStrategy::Head,
+        (Some(StrategyArg::MergeToHead), None) | (None, None) => RunStrategy::MergeToHead,
+        (Some(StrategyArg::Branch) | None, Some(name)) => RunStrategy::Branch {
+            name: name.clone(),
+            base: args.base.clone(),
+        },
+        (Some(StrategyArg::Branch), None) => {
+            return Err(CliError::new(
+                "invalidParams",
+                "the branch strategy needs a branch: add --branch NAME",
+            ));
+        }
+        (Some(other), Some(_)) => {
+            return Err(CliError::new(
+                "invalidParams",
+                format!(
+                    "--branch only goes with --strategy branch, not {}",
+                    if other == StrategyArg::Head {
+                        "head"
+                    } else {
+                        "merge-to-head"
+                    }
+                ),
+            ));
+        }
+    };
+    if args.base.is_some() && !matches!(strategy, RunStrategy::Branch { .. }) {
+        return Err(CliError::new(
+            "invalidParams",
+            "--base only goes with --branch",
+        ));
+    }
+    if strategy == RunStrategy::Head
+        && args.worktree.is_none()
+        && (args.source.source.is_some() || !args.copy.is_empty())
+    {
+        return Err(CliError::new(
+            "invalidParams",
+            "the head strategy runs in the host checkout: --source and --copy do not apply",
+        ));
+    }
+    let sandbox = match args.sandbox {
+        SandboxArg::None => SandboxSpec::None,
+        other => {
+            return Err(CliError::new(
+                "unsupported",
+                format!(
+                    "the {} sandbox is not available in this build; use --sandbox none",
+                    if other == SandboxArg::Docker {
+                        "docker"
+                    } else {
+                        "docker-isolated"
+                    }
+                ),
+            ));
+        }
+    };
+    if args.image.is_some() {
+        return Err(CliError::new(
+            "invalidParams",
+            "--image only applies to docker sandboxes",
+        ));
+    }
+    let agent = match args.agent {
+        AgentArg::Command => AgentSpec::Command {
+            command: args.program.clone(),
+        },
+        other => {
+            return Err(CliError::new(
+                "unsupported",
+                format!(
+                    "the {other:?} agent is not available in this build; use --agent command -- PROGRAM"
+                ),
+            ));
+        }
+    };
+    if args.model.is_some() {
+        return Err(CliError::new(
+            "invalidParams",
+            "--model does not apply to the command agent",
+        ));
+    }
+    let prompt = match (args.prompt, args.prompt_file) {
+        (Some(text), None) => PromptSource::Inline(text),
+        (None, Some(file)) => PromptSource::File(file),
+        (None, None) => PromptSource::Inline(String::new()),
+        (Some(_), Some(_)) => {
+            return Err(CliError::new(
+                "invalidParams",
+                "give --prompt or --prompt-file, not both",
+            ));
+        }
+    };
+    let mut prompt_args = BTreeMap::new();
+    for pair in &args.args {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(CliError::new(
+                "invalidParams",
+                format!("--arg {pair}: expected KEY=VALUE"),
+            ));
+        };
+        prompt_args.insert(k.to_owned(), v.to_owned());
+    }
+    Ok(RunRequest {
+        run_id: args.run_id,
+        strategy,
+        worktree: args.worktree,
+        source: source_policy(&args.source, SourcePolicy::HostHead)?,
+        copy: args.copy,
+        agent,
+        sandbox,
+        prompt,
+        prompt_args,
+        max_iterations: args.max_iterations,
+        completion_signals: args.completion_signals,
+        timeouts: Timeouts {
+            idle: Duration::from_secs(args.idle_timeout),
+            hook: Duration::from_secs(args.hook_timeout),
+            completion_grace: Duration::from_secs(args.completion_grace),
+        },
+        hooks: Hooks {
+            host_on_worktree_ready: args.on_worktree_ready,
+            sandbox_on_sandbox_ready: args.on_sandbox_ready,
+        },
+    })
+}
+
+/// Runs with a spinner on a terminal, agent output on stderr for people, and
+/// cancellation on Ctrl-C or SIGTERM.
+pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitCode, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let cancel = CancellationToken::new();
+    let spinner = (!json && std::io::stderr().is_terminal()).then(|| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.enable_steady_tick(Duration::from_millis(120));
+        pb
+    });
+    let sink_spinner = spinner.clone();
+    let events: run::EventSink = Arc::new(move |event: &RunEvent| {
+        if json {
+            return;
+        }
+        match (event, &sink_spinner) {
+            (RunEvent::Phase { phase, message }, Some(pb)) => {
+                pb.set_message(format!("{phase}: {message}"))
+            }
+            (RunEvent::Iteration { iteration, of }, Some(pb)) => {
+                pb.set_message(format!("iteration {iteration}/{of}"))
+            }
+            (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
+            (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
+            (RunEvent::Phase { phase, message }, None) => eprintln!("slipway: {phase}: {message}"),
+            (RunEvent::Iteration { .. }, None) => {}
+        }
+    });
+    let outcome = runtime.block_on(async {
+        let watcher = cancel.clone();
+        tokio::spawn(async move {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(_) => return,
+                };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+            watcher.cancel();
+        });
+        run::run(host, request, cancel.clone(), events).await
+    });
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    match outcome {
+        Ok(result) => {
+            if json {
+                print_json(&result);
+            } else {
+                print!("{}", render::run_result(&result));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(failure) => {
+            if json {
+                print_json(&failure.result);
+            } else {
+                print!("{}", render::run_result(&failure.result));
+            }
+            let err = CliError::new(failure.error.kind(), failure.error.to_string());
+            let data = serde_json::json!({
+                "runId": failure.result.run_id,
+                "status": failure.result.status,
+                "preservedWorktreePath": failure.result.preserved_worktree_path,
+                "keptBranch": failure.result.kept_branch,
+            });
+            report_error(&err.with_data(data), json);
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

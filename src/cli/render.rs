@@ -1,0 +1,196 @@
+//! Text for people.
+
+use std::fmt::Write;
+
+use slipway::git::branches::{BranchInfo, BranchKind};
+use slipway::run::{RunResult, RunStatus};
+use slipway::worktree::{CloseOutcome, Created, Health, WorktreeStatus};
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(10)]
+}
+
+pub fn branches(list: &[BranchInfo]) -> String {
+    let mut out = String::new();
+    let width = list.iter().map(|b| b.name.len()).max().unwrap_or(0);
+    for (title, kind) in [("Local", BranchKind::Local), ("Remote", BranchKind::Remote)] {
+        let section: Vec<&BranchInfo> = list.iter().filter(|b| b.kind == kind).collect();
+        if section.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "{title}");
+        for b in section {
+            let mut marks = Vec::new();
+            if b.is_default {
+                marks.push("default".to_owned());
+            }
+            if let Some(up) = &b.upstream {
+                marks.push(format!("-> {up}"));
+            }
+            let _ = writeln!(
+                out,
+                "{} {:width$}  {}  {}{}",
+                if b.is_head { "*" } else { " " },
+                b.name,
+                short(&b.commit),
+                b.subject,
+                if marks.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", marks.join(", "))
+                },
+            );
+        }
+    }
+    out
+}
+
+pub fn created(c: &Created) -> String {
+    let mut out = String::new();
+    let verb = if c.reused { "Re-using" } else { "Created" };
+    let _ = writeln!(
+        out,
+        "{verb} worktree {}\n  branch {} from {} ({})",
+        c.record.path.display(),
+        c.record.branch,
+        c.source_label,
+        short(&c.record.base_commit)
+    );
+    if !c.copy.copied.is_empty() {
+        let _ = writeln!(
+            out,
+            "  copied {} ({} files)",
+            c.copy.copied.join(", "),
+            c.copy.files
+        );
+    }
+    for note in &c.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    out
+}
+
+pub fn worktrees(list: &[WorktreeStatus]) -> String {
+    if list.is_empty() {
+        return "No slipway worktrees.\n".to_owned();
+    }
+    let mut out = String::new();
+    for w in list {
+        let dirty = if w.dirty {
+            format!("dirty ({} changed)", w.changed_files)
+        } else {
+            "clean".to_owned()
+        };
+        let health = match w.health {
+            Health::Ok => String::new(),
+            Health::Missing => "  ORPHAN: the worktree directory is gone; `slipway worktree close` clears the record".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{}  {}  [{}] {}  {} ahead  {}{}",
+            w.id,
+            w.branch,
+            w.state.name(),
+            dirty,
+            w.ahead,
+            w.path.display(),
+            health
+        );
+        if let Some(why) = &w.why {
+            let _ = writeln!(out, "    {why}");
+        }
+    }
+    out
+}
+
+pub fn closed(outcome: &CloseOutcome) -> String {
+    let mut out = String::new();
+    match outcome {
+        CloseOutcome::Removed {
+            path,
+            branch,
+            branch_deleted,
+            branch_kept,
+            ..
+        } => {
+            let _ = writeln!(out, "Removed worktree {}", path.display());
+            if *branch_deleted {
+                let _ = writeln!(out, "  deleted temporary branch {branch}");
+            }
+            if let Some(kept) = branch_kept {
+                let _ = writeln!(out, "  {kept}");
+            }
+        }
+        CloseOutcome::Preserved {
+            preserved_path,
+            reason,
+            commands,
+            ..
+        } => {
+            let _ = writeln!(
+                out,
+                "Preserved worktree {}: {reason}",
+                preserved_path.display()
+            );
+            let _ = writeln!(
+                out,
+                "  inspect: {}",
+                commands.first().map(String::as_str).unwrap_or("")
+            );
+            let _ = writeln!(
+                out,
+                "  discard: {}",
+                commands.get(1).map(String::as_str).unwrap_or("")
+            );
+        }
+    }
+    out
+}
+
+pub fn run_result(r: &RunResult) -> String {
+    let mut out = String::new();
+    let status = match r.status {
+        RunStatus::Completed => "completed",
+        RunStatus::Failed => "failed",
+        RunStatus::TimedOut => "timed out",
+        RunStatus::Cancelled => "cancelled",
+    };
+    let _ = writeln!(
+        out,
+        "Run {} {status} after {} iteration(s) on {}",
+        r.run_id, r.iterations, r.branch
+    );
+    if !r.commits.is_empty() {
+        let shas: Vec<&str> = r.commits.iter().map(|c| short(&c.sha)).collect();
+        let _ = writeln!(out, "  commits: {}", shas.join(" "));
+    }
+    if let Some(signal) = &r.completion_signal {
+        let _ = writeln!(out, "  completion signal: {signal}");
+    }
+    if let Some(merge) = &r.merge {
+        let _ = writeln!(out, "  merge: {merge:?}");
+    }
+    if let Some(p) = &r.preserved_worktree_path {
+        let _ = writeln!(out, "  worktree kept at {}", p.display());
+    }
+    if let Some(k) = &r.kept_branch {
+        let _ = writeln!(out, "  {k}");
+    }
+    for c in &r.refs_restored {
+        let _ = writeln!(
+            out,
+            "  ref guard: {} was moved and {}",
+            c.name,
+            if c.restored {
+                "restored"
+            } else {
+                "could NOT be restored"
+            }
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+    let _ = writeln!(out, "  log: {}", r.log_file.display());
+    out
+}

@@ -1,0 +1,176 @@
+//! Branch listing: local and remote-tracking branches with what a picker shows.
+
+use std::collections::HashMap;
+
+use git2::{Oid, Repository};
+use serde::Serialize;
+
+use super::policy::default_branch_ref;
+
+/// Whether a branch is local or remote-tracking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BranchKind {
+    /// `refs/heads/*`.
+    Local,
+    /// `refs/remotes/*`.
+    Remote,
+}
+
+/// One branch as a picker shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchInfo {
+    /// Short name: `feature/x` or `origin/feature/x`.
+    pub name: String,
+    /// Local or remote-tracking.
+    pub kind: BranchKind,
+    /// The remote of a remote-tracking branch.
+    pub remote: Option<String>,
+    /// The commit id of the tip.
+    pub commit: String,
+    /// First line of the tip's message.
+    pub subject: String,
+    /// Committer time of the tip, seconds since the epoch.
+    pub time: i64,
+    /// The host's current branch.
+    pub is_head: bool,
+    /// The branch the `default` policy resolves to.
+    pub is_default: bool,
+    /// The upstream of a local branch, short form (`origin/main`).
+    pub upstream: Option<String>,
+}
+
+/// Lists local branches (sorted) and then remote-tracking branches (sorted),
+/// skipping `<remote>/HEAD`.
+pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> {
+    let head_target = repo
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned));
+    let default_ref = default_branch_ref(repo).ok();
+    let upstreams = upstream_map(repo)?;
+    let remotes: Vec<String> = repo
+        .remotes()?
+        .iter()
+        .filter_map(|r| r.ok().flatten())
+        .map(str::to_owned)
+        .collect();
+
+    let mut commits: HashMap<Oid, (String, i64)> = HashMap::new();
+    let mut local = Vec::new();
+    let mut remote = Vec::new();
+    for reference in repo.references()? {
+        let reference = reference?;
+        let Some(full) = reference.name().ok() else {
+            continue;
+        };
+        let (kind, short) = if let Some(s) = full.strip_prefix("refs/heads/") {
+            (BranchKind::Local, s)
+        } else if let Some(s) = full.strip_prefix("refs/remotes/") {
+            if s.ends_with("/HEAD") {
+                continue;
+            }
+            (BranchKind::Remote, s)
+        } else {
+            continue;
+        };
+        let Some(oid) = reference.resolve().ok().and_then(|r| r.target()) else {
+            continue;
+        };
+        let (subject, time) = match commits.get(&oid) {
+            Some(found) => found.clone(),
+            None => {
+                let Ok(commit) = repo.find_commit(oid) else {
+                    continue;
+                };
+                let info = (
+                    commit.summary().ok().flatten().unwrap_or("").to_owned(),
+                    commit.time().seconds(),
+                );
+                commits.insert(oid, info.clone());
+                info
+            }
+        };
+        let remote_name = match kind {
+            BranchKind::Remote => remotes
+                .iter()
+                .filter(|r| short.starts_with(&format!("{r}/")))
+                .max_by_key(|r| r.len())
+                .cloned()
+                .or_else(|| short.split('/').next().map(str::to_owned)),
+            BranchKind::Local => None,
+        };
+        let info = BranchInfo {
+            name: short.to_owned(),
+            kind,
+            remote: remote_name,
+            commit: oid.to_string(),
+            subject,
+            time,
+            is_head: head_target.as_deref() == Some(full),
+            is_default: default_ref.as_deref() == Some(full),
+            upstream: match kind {
+                BranchKind::Local => upstreams.get(short).cloned(),
+                BranchKind::Remote => None,
+            },
+        };
+        match kind {
+            BranchKind::Local => local.push(info),
+            BranchKind::Remote => remote.push(info),
+        }
+    }
+    local.sort_by(|a, b| a.name.cmp(&b.name));
+    remote.sort_by(|a, b| a.name.cmp(&b.name));
+    local.extend(remote);
+    Ok(local)
+}
+
+/// The upstream of a local branch as a full remote-tracking ref, if configured.
+pub fn upstream_ref(repo: &Repository, branch: &str) -> Option<String> {
+    let config = repo.config().ok()?.snapshot().ok()?;
+    let remote = config.get_string(&format!("branch.{branch}.remote")).ok()?;
+    let merge = config.get_string(&format!("branch.{branch}.merge")).ok()?;
+    let short = merge.strip_prefix("refs/heads/")?;
+    if remote == "." {
+        return Some(format!("refs/heads/{short}"));
+    }
+    Some(format!("refs/remotes/{remote}/{short}"))
+}
+
+/// Reads every `branch.<name>.remote`/`.merge` pair in one pass over the config.
+fn upstream_map(repo: &Repository) -> Result<HashMap<String, String>, git2::Error> {
+    let config = repo.config()?.snapshot()?;
+    let mut remotes: HashMap<String, String> = HashMap::new();
+    let mut merges: HashMap<String, String> = HashMap::new();
+    let entries = config.entries(Some(r"^branch\..*\.(remote|merge)$"))?;
+    entries.for_each(|entry| {
+        let (Some(name), Some(value)) = (entry.name().ok(), entry.value().ok()) else {
+            return;
+        };
+        let Some(rest) = name.strip_prefix("branch.") else {
+            return;
+        };
+        if let Some(branch) = rest.strip_suffix(".remote") {
+            remotes.insert(branch.to_owned(), value.to_owned());
+        } else if let Some(branch) = rest.strip_suffix(".merge") {
+            merges.insert(branch.to_owned(), value.to_owned());
+        }
+    })?;
+    let mut out = HashMap::new();
+    for (branch, merge) in merges {
+        let Some(remote) = remotes.get(&branch) else {
+            continue;
+        };
+        let Some(short) = merge.strip_prefix("refs/heads/") else {
+            continue;
+        };
+        let upstream = if remote == "." {
+            short.to_owned()
+        } else {
+            format!("{remote}/{short}")
+        };
+        out.insert(branch, upstream);
+    }
+    Ok(out)
+}

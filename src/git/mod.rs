@@ -1,0 +1,207 @@
+//! The only place that touches git.
+//!
+//! Every host-side operation goes through libgit2, which never runs a program
+//! that the repository names (hooks, fsmonitor, filter/diff/merge drivers,
+//! credential helpers, pagers, editors, signing programs). The git CLI is
+//! never invoked on the host.
+
+pub mod branches;
+pub mod merge;
+pub mod policy;
+pub mod refname;
+pub mod refsnap;
+
+use std::path::{Path, PathBuf};
+
+use git2::Repository;
+
+/// Why a repository could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The path is not inside a git repository.
+    #[error("{} is not inside a git repository; pass --repo with a path inside one", path.display())]
+    NotARepository { path: PathBuf },
+    /// The path does not exist or is not a directory.
+    #[error("{} does not exist or is not a directory", path.display())]
+    NoSuchPath { path: PathBuf },
+    /// A bare repository has no working tree to branch worktrees from.
+    #[error("{} is a bare repository; slipway needs a repository with a working tree", path.display())]
+    Bare { path: PathBuf },
+    /// libgit2 failed while opening.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl OpenError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OpenError::NotARepository { .. } | OpenError::Bare { .. } => "notARepository",
+            OpenError::NoSuchPath { .. } => "invalidParams",
+            OpenError::Git(_) => "git",
+        }
+    }
+}
+
+/// A handle on the user's host repository, opened from any path inside it or
+/// inside one of its worktrees.
+pub struct HostRepo {
+    repo: Repository,
+    common_dir: PathBuf,
+    root: PathBuf,
+}
+
+impl HostRepo {
+    /// Opens the host repository that `path` belongs to (the main checkout even
+    /// when `path` is inside a linked worktree).
+    pub fn open(path: &Path) -> Result<HostRepo, OpenError> {
+        if !path.is_dir() {
+            return Err(OpenError::NoSuchPath {
+                path: path.to_path_buf(),
+            });
+        }
+        let found = Repository::discover(path).map_err(|e| match e.code() {
+            git2::ErrorCode::NotFound => OpenError::NotARepository {
+                path: path.to_path_buf(),
+            },
+            _ => OpenError::Git(e),
+        })?;
+        let common_dir = canonical(found.commondir());
+        let repo = if found.is_worktree() {
+            // The main working tree is the parent of the common git dir.
+            let main = common_dir
+                .parent()
+                .ok_or_else(|| OpenError::Bare {
+                    path: common_dir.clone(),
+                })?
+                .to_path_buf();
+            Repository::open(&main).map_err(|_| OpenError::Bare {
+                path: common_dir.clone(),
+            })?
+        } else {
+            found
+        };
+        if repo.is_bare() {
+            return Err(OpenError::Bare {
+                path: common_dir.clone(),
+            });
+        }
+        let root = canonical(repo.workdir().ok_or_else(|| OpenError::Bare {
+            path: common_dir.clone(),
+        })?);
+        Ok(HostRepo {
+            repo,
+            common_dir,
+            root,
+        })
+    }
+
+    /// The libgit2 handle of the host checkout.
+    pub fn git(&self) -> &Repository {
+        &self.repo
+    }
+
+    /// The common git dir: the key of all slipway state for this repository.
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// The host checkout's working directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/.slipway`, where worktrees, records, locks and logs live.
+    pub fn slipway_dir(&self) -> PathBuf {
+        self.root.join(".slipway")
+    }
+
+    /// The host's current branch (short name), or `None` when HEAD is detached or unborn.
+    pub fn current_branch(&self) -> Option<String> {
+        let head = self.repo.find_reference("HEAD").ok()?;
+        let target = head.symbolic_target().ok().flatten()?;
+        target.strip_prefix("refs/heads/").map(str::to_owned)
+    }
+
+    /// The commit host HEAD points at, if any.
+    pub fn head_commit(&self) -> Option<git2::Oid> {
+        self.repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .map(|c| c.id())
+    }
+
+    /// Opens a linked worktree (or any checkout) of this repository by path.
+    pub fn open_checkout(path: &Path) -> Result<Repository, git2::Error> {
+        Repository::open(path)
+    }
+}
+
+/// Resolves symlinks where possible so paths compare equal across spellings.
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Paths that `git status --porcelain` would list for a checkout: staged,
+/// unstaged and untracked (recursing into untracked folders), never ignored,
+/// regardless of the repository's `status.showUntrackedFiles`.
+pub fn changed_paths(repo: &Repository) -> Result<Vec<String>, git2::Error> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(false)
+        .renames_head_to_index(false);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    let mut out = Vec::new();
+    for entry in statuses.iter() {
+        if entry.status().is_ignored() || entry.status() == git2::Status::CURRENT {
+            continue;
+        }
+        if let Ok(path) = entry.path() {
+            out.push(path.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Paths whose index entry differs from HEAD (staged changes).
+pub fn staged_paths(repo: &Repository) -> Result<Vec<String>, git2::Error> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(false).include_ignored(false);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    let staged = git2::Status::INDEX_NEW
+        | git2::Status::INDEX_MODIFIED
+        | git2::Status::INDEX_DELETED
+        | git2::Status::INDEX_RENAMED
+        | git2::Status::INDEX_TYPECHANGE
+        | git2::Status::CONFLICTED;
+    Ok(statuses
+        .iter()
+        .filter(|e| e.status().intersects(staged))
+        .filter_map(|e| e.path().ok().map(str::to_owned))
+        .collect())
+}
+
+/// The signature slipway writes merge commits with: the user's configured
+/// identity, or a neutral one when none is configured.
+pub fn signature(repo: &Repository) -> Result<git2::Signature<'static>, git2::Error> {
+    repo.signature()
+        .or_else(|_| git2::Signature::now("slipway", "slipway@localhost"))
+}
+
+/// Commits reachable from `tip` but not from `base`, oldest first.
+pub fn commits_between(
+    repo: &Repository,
+    base: Option<git2::Oid>,
+    tip: git2::Oid,
+) -> Result<Vec<git2::Oid>, git2::Error> {
+    let mut walk = repo.revwalk()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    walk.push(tip)?;
+    if let Some(base) = base {
+        walk.hide(base)?;
+    }
+    walk.collect()
+}

@@ -1,0 +1,1007 @@
+//! Runs: one agent invocation of up to `max_iterations` iterations in one
+//! sandbox on one worktree, with hooks, timeouts, the ref guard and the
+//! strategy that brings the work back.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::prompt::{Prompt, PromptError, PromptSource};
+use crate::agent::{Agent, AgentEvent, AgentSpec, AgentSpecError};
+use crate::git::merge::{MergeError, MergeOutcome, merge_into_host};
+use crate::git::policy::SourcePolicy;
+use crate::git::refname::{InvalidBranchName, validate_branch_name};
+use crate::git::refsnap::{RefChange, RefSnapshot};
+use crate::git::{HostRepo, changed_paths, commits_between};
+use crate::sandbox::host::HostSandbox;
+use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
+use crate::worktree::lock::{BranchLock, LockError};
+use crate::worktree::{
+    self, CloseOutcome, CreateError, CreateRequest, WorktreeRecord, WorktreeState,
+    WorktreeStrategy, WorktreeTarget,
+};
+
+/// The default completion signal.
+pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
+
+/// Where the agent's commits land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStrategy {
+    /// Straight into the host working directory.
+    Head,
+    /// A temporary branch in a worktree, merged back into the host's current branch.
+    MergeToHead,
+    /// A named branch in a worktree, kept.
+    Branch { name: String, base: Option<String> },
+}
+
+/// Which sandbox runs the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SandboxSpec {
+    /// A host process in the worktree.
+    #[default]
+    None,
+}
+
+/// Commands run before the agent.
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    /// On the host, in the worktree, before the sandbox starts.
+    pub host_on_worktree_ready: Vec<String>,
+    /// Inside the sandbox, before the agent.
+    pub sandbox_on_sandbox_ready: Vec<String>,
+}
+
+/// Every timeout of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// No output for this long kills the agent.
+    pub idle: Duration,
+    /// Each hook and each prompt command.
+    pub hook: Duration,
+    /// Silence after the completion signal that ends the iteration successfully.
+    pub completion_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            idle: Duration::from_secs(600),
+            hook: Duration::from_secs(300),
+            completion_grace: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Run id; generated when `None`.
+    pub run_id: Option<String>,
+    /// Branch strategy (ignored when `worktree` names an existing one, whose strategy wins).
+    pub strategy: RunStrategy,
+    /// An existing worktree (id, path or branch) to run in; it is kept after the run.
+    pub worktree: Option<String>,
+    /// Where a new branch starts.
+    pub source: SourcePolicy,
+    /// Paths copied from the host into a new worktree.
+    pub copy: Vec<String>,
+    /// Which agent.
+    pub agent: AgentSpec,
+    /// Which sandbox.
+    pub sandbox: SandboxSpec,
+    /// The prompt.
+    pub prompt: PromptSource,
+    /// Template arguments.
+    pub prompt_args: BTreeMap<String, String>,
+    /// Iterations at most.
+    pub max_iterations: u32,
+    /// Output that ends the run early.
+    pub completion_signals: Vec<String>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Hooks.
+    pub hooks: Hooks,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunStatus {
+    /// Every iteration succeeded (or the completion signal arrived) and the work is where the strategy puts it.
+    Completed,
+    /// The agent, a hook or the merge failed.
+    Failed,
+    /// A timeout fired.
+    TimedOut,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// A commit the run created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitRef {
+    /// Full commit id.
+    pub sha: String,
+}
+
+/// Token usage as the agent reported it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+}
+
+/// An error as the result carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorInfo {
+    /// Stable kind.
+    pub kind: String,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// Run id.
+    pub run_id: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Iterations started.
+    pub iterations: u32,
+    /// Commits created, oldest first.
+    pub commits: Vec<CommitRef>,
+    /// The branch the agent worked on.
+    pub branch: String,
+    /// Where the agent ran.
+    pub worktree_path: PathBuf,
+    /// The completion signal that matched.
+    pub completion_signal: Option<String>,
+    /// The agent's session id.
+    pub session_id: Option<String>,
+    /// Token usage.
+    pub usage: Option<Usage>,
+    /// The run's log.
+    pub log_file: PathBuf,
+    /// Set when the worktree was kept (uncommitted changes, or a worktree handle).
+    pub preserved_worktree_path: Option<PathBuf>,
+    /// Set when a temporary branch was kept on purpose, with how to merge or discard it.
+    pub kept_branch: Option<String>,
+    /// What the merge back did (merge-to-head).
+    pub merge: Option<MergeOutcome>,
+    /// Refs the guard found moved and put back.
+    pub refs_restored: Vec<RefChange>,
+    /// Things the user should know.
+    pub warnings: Vec<String>,
+    /// Why it did not complete.
+    pub error: Option<ErrorInfo>,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The prompt cannot be used.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// The agent spec cannot be used.
+    #[error(transparent)]
+    Agent(#[from] AgentSpecError),
+    /// A bad branch name.
+    #[error(transparent)]
+    InvalidBranch(#[from] InvalidBranchName),
+    /// The worktree could not be created.
+    #[error(transparent)]
+    Worktree(#[from] CreateError),
+    /// The branch is locked by another create or run.
+    #[error(transparent)]
+    BranchInUse(#[from] LockError),
+    /// `--worktree` named nothing.
+    #[error("no slipway worktree matches '{0}'; see `slipway worktree list`")]
+    WorktreeNotFound(String),
+    /// A hook failed.
+    #[error("hook `{command}` ({stage}) failed with exit code {code}:\n{output}")]
+    Hook {
+        stage: &'static str,
+        command: String,
+        code: i32,
+        output: String,
+    },
+    /// A hook or prompt command ran too long.
+    #[error("hook `{command}` ({stage}) timed out after {secs} s")]
+    HookTimeout {
+        stage: &'static str,
+        command: String,
+        secs: u64,
+    },
+    /// The agent printed nothing for too long.
+    #[error("the agent was idle for {secs} s (idle timeout) and was stopped")]
+    IdleTimeout { secs: u64 },
+    /// The agent exited non-zero.
+    #[error("the agent exited with code {code} in iteration {iteration}")]
+    AgentFailed { code: i32, iteration: u32 },
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// The merge back was aborted.
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    /// The sandbox failed.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// `head` with a worktree handle or similar misuse.
+    #[error("{0}")]
+    Invalid(String),
+    /// Filesystem trouble.
+    #[error("{0}")]
+    Io(String),
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl RunError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunError::Prompt(PromptError::MissingArgs { .. }) => "missingPromptArgs",
+            RunError::Prompt(_) | RunError::Agent(_) | RunError::Invalid(_) => "invalidParams",
+            RunError::InvalidBranch(_) => "invalidBranchName",
+            RunError::Worktree(e) => e.kind(),
+            RunError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
+            RunError::BranchInUse(_) | RunError::Io(_) => "io",
+            RunError::WorktreeNotFound(_) => "worktreeNotFound",
+            RunError::Hook { .. } => "hookFailed",
+            RunError::HookTimeout { .. } => "hookTimeout",
+            RunError::IdleTimeout { .. } => "idleTimeout",
+            RunError::AgentFailed { .. } => "agentFailed",
+            RunError::Cancelled => "cancelled",
+            RunError::Merge(e) => e.kind(),
+            RunError::Sandbox(_) => "sandbox",
+            RunError::Git(_) => "git",
+        }
+    }
+
+    /// The status a run that failed this way ends with.
+    pub fn status(&self) -> RunStatus {
+        match self {
+            RunError::IdleTimeout { .. } | RunError::HookTimeout { .. } => RunStatus::TimedOut,
+            RunError::Cancelled => RunStatus::Cancelled,
+            _ => RunStatus::Failed,
+        }
+    }
+}
+
+/// A failed run: the typed error and everything the result says (the
+/// preserved worktree path, kept branch, commits, log file).
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct RunFailure {
+    /// What went wrong.
+    pub error: RunError,
+    /// The result with every field filled in as far as the run got.
+    pub result: Box<RunResult>,
+}
+
+/// Something that happened during a run, for progress displays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum RunEvent {
+    /// A phase started: `worktreeReady`, `hooks`, `agentStarted`, `merging`, …
+    Phase { phase: String, message: String },
+    /// An iteration started.
+    Iteration { iteration: u32, of: u32 },
+    /// A line of agent output.
+    Output { line: String },
+}
+
+/// Receives run events.
+pub type EventSink = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+
+/// A new run id: time plus randomness, sortable.
+pub fn new_run_id() -> String {
+    let secs = crate::util::now_secs();
+    format!("run-{secs}-{}", crate::util::random_hex(3))
+}
+
+struct RunLog {
+    file: Option<std::fs::File>,
+}
+
+impl RunLog {
+    fn line(&mut self, text: &str) {
+        if let Some(f) = &mut self.file {
+            let _ = writeln!(f, "{text}");
+        }
+    }
+}
+
+enum IterationEnd {
+    Exited,
+    Signalled(String),
+}
+
+struct Ctx<'a> {
+    log: RunLog,
+    events: &'a EventSink,
+    result: RunResult,
+}
+
+impl Ctx<'_> {
+    fn phase(&mut self, phase: &str, message: String) {
+        self.log.line(&format!("[slipway] {phase}: {message}"));
+        (self.events)(&RunEvent::Phase {
+            phase: phase.to_owned(),
+            message,
+        });
+    }
+}
+
+/// Runs a command to completion in a sandbox, with a timeout; returns (code, output).
+async fn run_to_end(
+    sandbox: &dyn Sandbox,
+    spec: ExecSpec,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Option<(i32, String)>, RunError> {
+    let mut exec = sandbox.exec(spec).await?;
+    let mut output = String::new();
+    let deadline = Instant::now() + timeout;
+    let mut exit = None;
+    let mut open = true;
+    loop {
+        tokio::select! {
+            ev = exec.output.recv(), if open => match ev {
+                Some(OutputEvent::Line(l)) => { output.push_str(&l); output.push('\n'); }
+                Some(OutputEvent::Activity) => {}
+                None => open = false,
+            },
+            code = &mut exec.exit, if exit.is_none() => {
+                exit = Some(code.unwrap_or(Ok(-1))?);
+                // Strays of the process group would hold the pipes open.
+                exec.killer.kill().await;
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                exec.killer.kill().await;
+                return Ok(None);
+            },
+            () = cancel.cancelled() => {
+                exec.killer.kill().await;
+                return Err(RunError::Cancelled);
+            },
+        }
+        if let (Some(code), false) = (exit, open) {
+            return Ok(Some((code, output)));
+        }
+    }
+}
+
+async fn run_hooks(
+    ctx: &mut Ctx<'_>,
+    sandbox: &dyn Sandbox,
+    stage: &'static str,
+    commands: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<(), RunError> {
+    for command in commands {
+        ctx.phase("hooks", format!("{stage}: {command}"));
+        let spec = ExecSpec {
+            argv: vec!["sh".into(), "-c".into(), command.clone()],
+            cwd: cwd.to_path_buf(),
+            env: env.to_vec(),
+            stdin: None,
+        };
+        match run_to_end(sandbox, spec, timeout, cancel).await? {
+            None => {
+                return Err(RunError::HookTimeout {
+                    stage,
+                    command: command.clone(),
+                    secs: timeout.as_secs(),
+                });
+            }
+            Some((code, output)) => {
+                ctx.log.line(&output);
+                if code != 0 {
+                    return Err(RunError::Hook {
+                        stage,
+                        command: command.clone(),
+                        code,
+                        output,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One agent iteration: stream output, watch idle time, the completion signal and cancellation.
+async fn run_iteration(
+    ctx: &mut Ctx<'_>,
+    sandbox: &dyn Sandbox,
+    agent: &dyn Agent,
+    spec: ExecSpec,
+    iteration: u32,
+    signals: &[String],
+    timeouts: Timeouts,
+    cancel: &CancellationToken,
+) -> Result<IterationEnd, RunError> {
+    let mut exec = sandbox.exec(spec).await?;
+    ctx.phase(
+        "agentStarted",
+        format!(
+            "{} started (pid {})",
+            agent.name(),
+            exec.pid
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "?".into())
+        ),
+    );
+    let mut last_output = Instant::now();
+    let mut signal: Option<String> = None;
+    let mut exit: Option<i32> = None;
+    let mut open = true;
+    loop {
+        let idle_deadline = last_output + timeouts.idle;
+        let grace_deadline = last_output + timeouts.completion_grace;
+        tokio::select! {
+            ev = exec.output.recv(), if open => match ev {
+                Some(OutputEvent::Line(line)) => {
+                    last_output = Instant::now();
+                    ctx.log.line(&line);
+                    if signal.is_none() {
+                        signal = signals.iter().find(|s| line.contains(s.as_str())).cloned();
+                    }
+                    for event in agent.parse_line(&line) {
+                        match event {
+                            AgentEvent::SessionId { id } => ctx.result.session_id = Some(id),
+                            AgentEvent::Usage { input_tokens, output_tokens } => {
+                                let u = ctx.result.usage.get_or_insert_with(Usage::default);
+                                u.input_tokens += input_tokens;
+                                u.output_tokens += output_tokens;
+                            }
+                            AgentEvent::Text { .. } => {}
+                        }
+                    }
+                    (ctx.events)(&RunEvent::Output { line });
+                }
+                Some(OutputEvent::Activity) => last_output = Instant::now(),
+                None => open = false,
+            },
+            code = &mut exec.exit, if exit.is_none() => {
+                exit = Some(code.unwrap_or(Ok(-1))?);
+                exec.killer.kill().await;
+            },
+            () = tokio::time::sleep_until(idle_deadline), if exit.is_none() && signal.is_none() => {
+                exec.killer.kill().await;
+                ctx.log.line(&format!("[slipway] idle for {} s: agent killed", timeouts.idle.as_secs()));
+                return Err(RunError::IdleTimeout { secs: timeouts.idle.as_secs() });
+            },
+            () = tokio::time::sleep_until(grace_deadline), if exit.is_none() && signal.is_some() => {
+                exec.killer.kill().await;
+                ctx.log.line("[slipway] completion signal followed by silence: agent stopped");
+                return Ok(IterationEnd::Signalled(signal.unwrap_or_default()));
+            },
+            () = cancel.cancelled() => {
+                exec.killer.kill().await;
+                ctx.log.line("[slipway] cancelled: agent killed");
+                return Err(RunError::Cancelled);
+            },
+        }
+        if let (Some(code), false) = (exit, open) {
+            if let Some(s) = signal {
+                if code != 0 {
+                    ctx.result.warnings.push(format!(
+                        "the agent exited with code {code} after printing the completion signal"
+                    ));
+                }
+                return Ok(IterationEnd::Signalled(s));
+            }
+            if code != 0 {
+                return Err(RunError::AgentFailed { code, iteration });
+            }
+            return Ok(IterationEnd::Exited);
+        }
+    }
+}
+
+fn identity_env(repo: &git2::Repository) -> Vec<(String, String)> {
+    let Ok(sig) = repo.signature() else {
+        return Vec::new();
+    };
+    let (Some(name), Some(email)) = (sig.name().ok(), sig.email().ok()) else {
+        return Vec::new();
+    };
+    vec![
+        ("GIT_AUTHOR_NAME".into(), name.to_owned()),
+        ("GIT_AUTHOR_EMAIL".into(), email.to_owned()),
+        ("GIT_COMMITTER_NAME".into(), name.to_owned()),
+        ("GIT_COMMITTER_EMAIL".into(), email.to_owned()),
+    ]
+}
+
+fn branch_tip(repo: &git2::Repository, branch: &str) -> Option<git2::Oid> {
+    repo.find_reference(&format!("refs/heads/{branch}"))
+        .and_then(|r| r.peel_to_commit())
+        .map(|c| c.id())
+        .ok()
+}
+
+/// What the run works in.
+struct Place {
+    cwd: PathBuf,
+    branch: String,
+    /// `None` for `head`.
+    record: Option<WorktreeRecord>,
+    /// The worktree was handed in and stays after the run.
+    handle: bool,
+    lock: BranchLock,
+}
+
+fn prepare_place(host: &HostRepo, request: &RunRequest) -> Result<(Place, Vec<String>), RunError> {
+    if let Some(selector) = &request.worktree {
+        let record = worktree::find(host, selector)
+            .ok_or_else(|| RunError::WorktreeNotFound(selector.clone()))?;
+        let lock = worktree::lock_branch(host, &record.branch)?;
+        return Ok((
+            Place {
+                cwd: record.path.clone(),
+                branch: record.branch.clone(),
+                record: Some(record),
+                handle: true,
+                lock,
+            },
+            Vec::new(),
+        ));
+    }
+    let target = match &request.strategy {
+        RunStrategy::Head => {
+            let branch = host.current_branch().unwrap_or_else(|| "HEAD".to_owned());
+            let lock = worktree::lock_branch(host, &branch)?;
+            return Ok((
+                Place {
+                    cwd: host.root().to_path_buf(),
+                    branch,
+                    record: None,
+                    handle: false,
+                    lock,
+                },
+                Vec::new(),
+            ));
+        }
+        RunStrategy::MergeToHead => WorktreeTarget::MergeToHead,
+        RunStrategy::Branch { name, base } => {
+            validate_branch_name(name)?;
+            WorktreeTarget::Branch {
+                name: name.clone(),
+                base: base.clone(),
+            }
+        }
+    };
+    let branch = match &target {
+        WorktreeTarget::Branch { name, .. } => name.clone(),
+        WorktreeTarget::MergeToHead => worktree::new_temp_branch_name(),
+    };
+    worktree::ensure_slipway_dir(host).map_err(|e| RunError::Io(e.to_string()))?;
+    let lock = worktree::lock_branch(host, &branch)?;
+    let created = worktree::create_locked(
+        host,
+        &CreateRequest {
+            target,
+            source: request.source.clone(),
+            copy: request.copy.clone(),
+        },
+        &lock,
+    )?;
+    Ok((
+        Place {
+            cwd: created.record.path.clone(),
+            branch: created.record.branch.clone(),
+            record: Some(created.record),
+            handle: false,
+            lock,
+        },
+        created.notes,
+    ))
+}
+
+/// Runs an agent as the request says. Returns the result, or the typed error
+/// together with the result as far as it got.
+pub async fn run(
+    host: &HostRepo,
+    request: RunRequest,
+    cancel: CancellationToken,
+    events: EventSink,
+) -> Result<RunResult, RunFailure> {
+    let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
+    let logs_dir = host.slipway_dir().join("logs");
+    let log_file = logs_dir.join(format!("{run_id}.log"));
+    let file = worktree::ensure_slipway_dir(host)
+        .and_then(|()| std::fs::create_dir_all(&logs_dir))
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_file)
+        })
+        .ok();
+    let mut ctx = Ctx {
+        log: RunLog { file },
+        events: &events,
+        result: RunResult {
+            run_id: run_id.clone(),
+            status: RunStatus::Failed,
+            iterations: 0,
+            commits: Vec::new(),
+            branch: String::new(),
+            worktree_path: host.root().to_path_buf(),
+            completion_signal: None,
+            session_id: None,
+            usage: None,
+            log_file: log_file.clone(),
+            preserved_worktree_path: None,
+            kept_branch: None,
+            merge: None,
+            refs_restored: Vec::new(),
+            warnings: Vec::new(),
+            error: None,
+        },
+    };
+    let fail = |mut ctx: Ctx<'_>, error: RunError| {
+        ctx.log.line(&format!("[slipway] failed: {error}"));
+        ctx.result.status = error.status();
+        ctx.result.error = Some(ErrorInfo {
+            kind: error.kind().to_owned(),
+            message: error.to_string(),
+        });
+        Err(RunFailure {
+            error,
+            result: Box::new(ctx.result),
+        })
+    };
+
+    // Everything that can be checked is checked before anything is created.
+    let prompt = match Prompt::load(&request.prompt, host.root()) {
+        Ok(p) => p,
+        Err(e) => return fail(ctx, e.into()),
+    };
+    if matches!(request.prompt, PromptSource::Inline(_)) && !request.prompt_args.is_empty() {
+        return fail(ctx, PromptError::ArgsWithInline.into());
+    }
+    match prompt.check_args(&request.prompt_args) {
+        Ok(warnings) => ctx.result.warnings.extend(warnings),
+        Err(e) => return fail(ctx, e.into()),
+    }
+    let agent = match request.agent.build() {
+        Ok(a) => a,
+        Err(e) => return fail(ctx, e.into()),
+    };
+    if request.max_iterations == 0 {
+        return fail(
+            ctx,
+            RunError::Invalid("--max-iterations must be at least 1".into()),
+        );
+    }
+
+    let (place, notes) = match prepare_place(host, &request) {
+        Ok(p) => p,
+        Err(e) => return fail(ctx, e),
+    };
+    ctx.result.warnings.extend(notes);
+    ctx.result.branch = place.branch.clone();
+    ctx.result.worktree_path = place.cwd.clone();
+    let strategy = match &place.record {
+        None => None,
+        Some(r) => Some(r.strategy),
+    };
+    if let Some(mut record) = place.record.clone() {
+        record.state = WorktreeState::Running;
+        record.run_id = Some(run_id.clone());
+        record.run_pid = Some(std::process::id());
+        record.why = None;
+        if let Err(e) = record.save(&host.slipway_dir()) {
+            return fail(ctx, RunError::Io(e.to_string()));
+        }
+    }
+    ctx.phase(
+        "worktreeReady",
+        format!("{} on {}", place.cwd.display(), place.branch),
+    );
+
+    let repo = host.git();
+    let own_ref = format!("refs/heads/{}", place.branch);
+    let tip_before = if place.record.is_none() {
+        host.head_commit()
+    } else {
+        branch_tip(repo, &place.branch)
+    };
+    let snapshot = RefSnapshot::take(repo);
+
+    let outcome = drive(
+        &mut ctx,
+        host,
+        &request,
+        &place,
+        &prompt,
+        agent.as_ref(),
+        &cancel,
+    )
+    .await;
+
+    // The ref guard runs whatever happened.
+    match &snapshot {
+        Ok(snap) => match snap.restore_except(repo, std::slice::from_ref(&own_ref)) {
+            Ok(changes) => {
+                for c in &changes {
+                    ctx.log.line(&format!(
+                        "[slipway] ref guard: {} moved ({} -> {}), {}",
+                        c.name,
+                        c.before.as_deref().unwrap_or("absent"),
+                        c.after.as_deref().unwrap_or("deleted"),
+                        if c.restored {
+                            "restored"
+                        } else {
+                            "NOT restored"
+                        }
+                    ));
+                }
+                ctx.result.refs_restored = changes;
+            }
+            Err(e) => ctx
+                .result
+                .warnings
+                .push(format!("ref guard could not check refs: {e}")),
+        },
+        Err(e) => ctx
+            .result
+            .warnings
+            .push(format!("ref guard could not snapshot refs: {e}")),
+    }
+    let tip_after = if place.record.is_none() {
+        host.head_commit()
+    } else {
+        branch_tip(repo, &place.branch)
+    };
+    if let Some(tip) = tip_after {
+        if Some(tip) != tip_before {
+            if let Ok(commits) = commits_between(repo, tip_before, tip) {
+                ctx.result.commits = commits
+                    .into_iter()
+                    .map(|c| CommitRef { sha: c.to_string() })
+                    .collect();
+            }
+        }
+    }
+
+    let mut error = outcome.err();
+    if error.is_none() && strategy == Some(WorktreeStrategy::MergeToHead) {
+        ctx.phase(
+            "merging",
+            format!("merging {} into the host's current branch", place.branch),
+        );
+        match merge_into_host(repo, &place.branch) {
+            Ok(merge) => {
+                ctx.log.line(&format!("[slipway] merge: {merge:?}"));
+                ctx.result.merge = Some(merge);
+            }
+            Err(e) => error = Some(e.into()),
+        }
+    }
+    finish_place(&mut ctx, host, &place, strategy, error.is_none());
+    drop(place.lock);
+    match error {
+        None => {
+            ctx.result.status = RunStatus::Completed;
+            ctx.log.line("[slipway] completed");
+            Ok(ctx.result)
+        }
+        Some(e) => fail(ctx, e),
+    }
+}
+
+/// Hooks, prompt commands and iterations.
+async fn drive(
+    ctx: &mut Ctx<'_>,
+    host: &HostRepo,
+    request: &RunRequest,
+    place: &Place,
+    prompt: &Prompt,
+    agent: &dyn Agent,
+    cancel: &CancellationToken,
+) -> Result<(), RunError> {
+    let target_branch = match place.record.as_ref().map(|r| r.strategy) {
+        Some(WorktreeStrategy::MergeToHead) => {
+            host.current_branch().unwrap_or_else(|| "HEAD".into())
+        }
+        _ => place.branch.clone(),
+    };
+    let mut env = identity_env(host.git());
+    env.push(("SLIPWAY_SOURCE_BRANCH".into(), place.branch.clone()));
+    env.push(("SLIPWAY_TARGET_BRANCH".into(), target_branch.clone()));
+    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.clone()));
+    env.push(("SLIPWAY_WORKTREE".into(), place.cwd.display().to_string()));
+
+    let host_sandbox = HostSandbox;
+    run_hooks(
+        ctx,
+        &host_sandbox,
+        "host.on_worktree_ready",
+        &request.hooks.host_on_worktree_ready,
+        &place.cwd,
+        &env,
+        request.timeouts.hook,
+        cancel,
+    )
+    .await?;
+    let sandbox: Box<dyn Sandbox> = match request.sandbox {
+        SandboxSpec::None => Box::new(HostSandbox),
+    };
+    let result = async {
+        run_hooks(
+            ctx,
+            sandbox.as_ref(),
+            "sandbox.on_sandbox_ready",
+            &request.hooks.sandbox_on_sandbox_ready,
+            &place.cwd,
+            &env,
+            request.timeouts.hook,
+            cancel,
+        )
+        .await?;
+
+        let mut outputs = Vec::new();
+        for command in prompt.shell_blocks() {
+            ctx.phase("promptCommand", command.clone());
+            let spec = ExecSpec {
+                argv: vec!["sh".into(), "-c".into(), command.clone()],
+                cwd: place.cwd.clone(),
+                env: env.clone(),
+                stdin: None,
+            };
+            match run_to_end(sandbox.as_ref(), spec, request.timeouts.hook, cancel).await? {
+                None => {
+                    return Err(RunError::HookTimeout {
+                        stage: "prompt command",
+                        command,
+                        secs: request.timeouts.hook.as_secs(),
+                    });
+                }
+                Some((0, out)) => outputs.push(out),
+                Some((code, output)) => {
+                    return Err(RunError::Hook {
+                        stage: "prompt command",
+                        command,
+                        code,
+                        output,
+                    });
+                }
+            }
+        }
+        let mut values = request.prompt_args.clone();
+        values.insert("SOURCE_BRANCH".into(), place.branch.clone());
+        values.insert("TARGET_BRANCH".into(), target_branch.clone());
+        let text = prompt.render(&values, &outputs);
+
+        let signals: Vec<String> = if request.completion_signals.is_empty() {
+            vec![DEFAULT_COMPLETION_SIGNAL.to_owned()]
+        } else {
+            request.completion_signals.clone()
+        };
+        for iteration in 1..=request.max_iterations {
+            ctx.result.iterations = iteration;
+            (ctx.events)(&RunEvent::Iteration {
+                iteration,
+                of: request.max_iterations,
+            });
+            ctx.log.line(&format!(
+                "[slipway] iteration {iteration} of {}",
+                request.max_iterations
+            ));
+            let invocation = agent.unattended(&text);
+            let mut iter_env = env.clone();
+            iter_env.extend(invocation.env.iter().cloned());
+            iter_env.push(("SLIPWAY_ITERATION".into(), iteration.to_string()));
+            let spec = ExecSpec {
+                argv: invocation.argv.clone(),
+                cwd: place.cwd.clone(),
+                env: iter_env,
+                stdin: invocation.stdin.map(String::into_bytes),
+            };
+            match run_iteration(
+                ctx,
+                sandbox.as_ref(),
+                agent,
+                spec,
+                iteration,
+                &signals,
+                request.timeouts,
+                cancel,
+            )
+            .await?
+            {
+                IterationEnd::Signalled(signal) => {
+                    ctx.result.completion_signal = Some(signal);
+                    break;
+                }
+                IterationEnd::Exited => {}
+            }
+        }
+        Ok(())
+    }
+    .await;
+    sandbox.close().await;
+    result
+}
+
+/// After the run: keep, preserve or remove the worktree as the strategy and its state say.
+fn finish_place(
+    ctx: &mut Ctx<'_>,
+    host: &HostRepo,
+    place: &Place,
+    strategy: Option<WorktreeStrategy>,
+    succeeded: bool,
+) {
+    let Some(record) = &place.record else { return };
+    let slipway_dir = host.slipway_dir();
+    let mut record =
+        WorktreeRecord::load(&slipway_dir, &record.id).unwrap_or_else(|| record.clone());
+    record.run_pid = None;
+    let dirty = git2::Repository::open(&place.cwd)
+        .ok()
+        .and_then(|r| changed_paths(&r).ok())
+        .unwrap_or_default();
+    let close_after = strategy == Some(WorktreeStrategy::MergeToHead) && !place.handle;
+    if close_after {
+        match worktree::close_locked(host, record.clone(), false, &place.lock) {
+            Ok(CloseOutcome::Removed { branch_kept, .. }) => {
+                if let Some(kept) = branch_kept {
+                    ctx.log.line(&format!("[slipway] {kept}"));
+                    ctx.result.kept_branch = Some(kept);
+                }
+                return;
+            }
+            Ok(CloseOutcome::Preserved {
+                preserved_path,
+                reason,
+                ..
+            }) => {
+                ctx.log
+                    .line(&format!("[slipway] worktree preserved: {reason}"));
+                ctx.result.preserved_worktree_path = Some(preserved_path);
+                if !succeeded {
+                    ctx.result.kept_branch = Some(format!(
+                        "branch '{}' was kept with the preserved worktree",
+                        place.branch
+                    ));
+                }
+                return;
+            }
+            Err(e) => ctx
+                .result
+                .warnings
+                .push(format!("could not close the worktree: {e}")),
+        }
+    }
+    record.state = if dirty.is_empty() {
+        WorktreeState::Active
+    } else {
+        WorktreeState::Preserved
+    };
+    record.why =
+        (!dirty.is_empty()).then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
+    let _ = record.save(&slipway_dir);
+    ctx.result.preserved_worktree_path = Some(place.cwd.clone());
+}

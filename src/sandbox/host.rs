@@ -1,0 +1,129 @@
+//! The `none` sandbox: a host process in the worktree, in its own process group.
+
+use std::process::Stdio;
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{BoxFuture, ExecSpec, Execution, Killer, OutputEvent, Sandbox, SandboxError};
+
+/// Runs processes directly on the host.
+#[derive(Debug, Default, Clone)]
+pub struct HostSandbox;
+
+struct GroupKiller {
+    pgid: libc::pid_t,
+}
+
+impl Killer for GroupKiller {
+    fn kill(&self) -> BoxFuture<'static, ()> {
+        let pgid = self.pgid;
+        Box::pin(async move {
+            if pgid > 0 {
+                // SAFETY: signalling a process group we created; a stale group only yields ESRCH.
+                unsafe {
+                    libc::killpg(pgid, libc::SIGKILL);
+                }
+            }
+        })
+    }
+}
+
+/// Streams `reader` as lines into `tx`; partial data counts as activity.
+async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::UnboundedSender<OutputEvent>) {
+    let mut buf = vec![0u8; 8192];
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        let mut sent_line = false;
+        while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=pos).collect();
+            let text = String::from_utf8_lossy(&line[..line.len() - 1])
+                .trim_end_matches('\r')
+                .to_owned();
+            let _ = tx.send(OutputEvent::Line(text));
+            sent_line = true;
+        }
+        if !sent_line && !pending.is_empty() {
+            let _ = tx.send(OutputEvent::Activity);
+        }
+    }
+    if !pending.is_empty() {
+        let _ = tx.send(OutputEvent::Line(
+            String::from_utf8_lossy(&pending).into_owned(),
+        ));
+    }
+}
+
+impl Sandbox for HostSandbox {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn exec(&self, spec: ExecSpec) -> BoxFuture<'_, Result<Execution, SandboxError>> {
+        Box::pin(async move {
+            let Some((program, args)) = spec.argv.split_first() else {
+                return Err(SandboxError::EmptyCommand);
+            };
+            let mut command = tokio::process::Command::new(program);
+            command
+                .args(args)
+                .current_dir(&spec.cwd)
+                .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(false);
+            let mut child = command.spawn().map_err(|source| SandboxError::Spawn {
+                program: program.clone(),
+                source,
+            })?;
+            let pid = child.id();
+            let (tx, rx) = mpsc::unbounded_channel();
+            if let Some(out) = child.stdout.take() {
+                tokio::spawn(pump(out, tx.clone()));
+            }
+            if let Some(err) = child.stderr.take() {
+                tokio::spawn(pump(err, tx.clone()));
+            }
+            drop(tx);
+            if let Some(mut stdin) = child.stdin.take() {
+                let input = spec.stdin.unwrap_or_default();
+                tokio::spawn(async move {
+                    // An agent that never reads its stdin is not an error.
+                    let _ = stdin.write_all(&input).await;
+                    let _ = stdin.shutdown().await;
+                });
+            }
+            let (exit_tx, exit_rx) = oneshot::channel();
+            tokio::spawn(async move {
+                let status = child
+                    .wait()
+                    .await
+                    .map_err(|e| SandboxError::Other(e.to_string()));
+                let code = status.map(|s| {
+                    use std::os::unix::process::ExitStatusExt;
+                    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+                });
+                let _ = exit_tx.send(code);
+            });
+            let pgid = pid.and_then(|p| libc::pid_t::try_from(p).ok()).unwrap_or(0);
+            Ok(Execution {
+                output: rx,
+                exit: exit_rx,
+                killer: Arc::new(GroupKiller { pgid }),
+                pid,
+            })
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}

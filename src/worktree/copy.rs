@@ -1,0 +1,273 @@
+//! `copy_to_worktree` and `.worktreeinclude`: bringing untracked files (build
+//! outputs, `node_modules`, `.env`) from the host checkout into a new worktree.
+//!
+//! Files are copied from the host, never from the worktree; directories merge
+//! into existing ones; symlinks stay symlinks; copy-on-write is used where the
+//! filesystem offers it and never hard links (the agent would write into the
+//! host's files).
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{Glob, GlobMatcher};
+use serde::Serialize;
+
+/// What a copy-in did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CopyReport {
+    /// Top-level paths copied, relative to the repository root.
+    pub copied: Vec<String>,
+    /// Files copied in all.
+    pub files: usize,
+    /// Patterns that matched nothing, and similar non-fatal notes.
+    pub warnings: Vec<String>,
+}
+
+/// A copy-in failure.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// A pattern that would reach outside the repository.
+    #[error(
+        "copy pattern '{pattern}' leaves the repository; use a path relative to the repository root"
+    )]
+    OutsideRepo { pattern: String },
+    /// A pattern that is not a valid glob.
+    #[error("copy pattern '{pattern}' is not a valid glob: {reason}")]
+    BadGlob { pattern: String, reason: String },
+    /// The `.worktreeinclude` file could not be read.
+    #[error(".worktreeinclude: {0}")]
+    Include(String),
+    /// A file could not be copied.
+    #[error("cannot copy {} to {}: {source}", from.display(), to.display())]
+    Io {
+        from: PathBuf,
+        to: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Remembers whether the filesystem refused copy-on-write, so it is tried once.
+struct Copier {
+    reflink_works: bool,
+    files: usize,
+}
+
+impl Copier {
+    fn copy_file(&mut self, from: &Path, to: &Path) -> std::io::Result<()> {
+        if to.symlink_metadata().is_ok() {
+            std::fs::remove_file(to)?;
+        }
+        if self.reflink_works {
+            match reflink_copy::reflink(from, to) {
+                Ok(()) => {
+                    self.files += 1;
+                    let perms = std::fs::metadata(from)?.permissions();
+                    return std::fs::set_permissions(to, perms);
+                }
+                Err(_) => {
+                    self.reflink_works = false;
+                    let _ = std::fs::remove_file(to);
+                }
+            }
+        }
+        std::fs::copy(from, to)?;
+        self.files += 1;
+        Ok(())
+    }
+
+    /// Copies `from` to `to`: a file, a symlink as a symlink, or a directory merged into `to`.
+    fn copy_entry(&mut self, from: &Path, to: &Path) -> Result<(), CopyError> {
+        let io = |source| CopyError::Io {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            source,
+        };
+        let meta = from.symlink_metadata().map_err(io)?;
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(from).map_err(io)?;
+            if to.symlink_metadata().is_ok() {
+                std::fs::remove_file(to).map_err(io)?;
+            }
+            std::os::unix::fs::symlink(target, to).map_err(io)?;
+            self.files += 1;
+        } else if meta.is_dir() {
+            if !to.is_dir() {
+                std::fs::create_dir(to).map_err(io)?;
+            }
+            for entry in std::fs::read_dir(from).map_err(io)? {
+                let entry = entry.map_err(io)?;
+                self.copy_entry(&entry.path(), &to.join(entry.file_name()))?;
+            }
+        } else if meta.is_file() {
+            self.copy_file(from, to).map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+fn has_glob_chars(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{'])
+}
+
+/// Refuses absolute patterns and ones with `..`.
+fn check_inside(pattern: &str) -> Result<(), CopyError> {
+    let p = Path::new(pattern);
+    if p.is_absolute()
+        || p.components().any(|c| {
+            matches!(
+                c,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_)
+            )
+        })
+    {
+        return Err(CopyError::OutsideRepo {
+            pattern: pattern.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Top-level host paths (relative) that a glob matches; a matching directory
+/// is returned whole and not descended into.
+fn expand_glob(root: &Path, matcher: &GlobMatcher) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&rel)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if rel.as_os_str().is_empty() && (name == ".git" || name == ".slipway") {
+                continue;
+            }
+            let child = rel.join(&name);
+            if matcher.is_match(&child) {
+                out.push(child);
+            } else if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                stack.push(child);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Ignored host paths selected by `.worktreeinclude` (gitignore syntax).
+fn worktreeinclude_paths(repo: &git2::Repository, root: &Path) -> Result<Vec<PathBuf>, CopyError> {
+    let include_file = root.join(".worktreeinclude");
+    if !include_file.is_file() {
+        return Ok(Vec::new());
+    }
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    if let Some(err) = builder.add(&include_file) {
+        return Err(CopyError::Include(err.to_string()));
+    }
+    let matcher = builder
+        .build()
+        .map_err(|e| CopyError::Include(e.to_string()))?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_ignored(true)
+        .recurse_ignored_dirs(false)
+        .include_untracked(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .map_err(|e| CopyError::Include(e.to_string()))?;
+    let mut out = Vec::new();
+    for entry in statuses.iter() {
+        if !entry.status().is_ignored() {
+            continue;
+        }
+        let Ok(path) = entry.path() else { continue };
+        let is_dir = path.ends_with('/');
+        let rel = PathBuf::from(path.trim_end_matches('/'));
+        if rel.starts_with(".slipway") {
+            continue;
+        }
+        if matcher
+            .matched_path_or_any_parents(&rel, is_dir)
+            .is_ignore()
+        {
+            out.push(rel);
+        } else if is_dir {
+            // A pattern may pick files deep inside an ignored folder.
+            let mut stack = vec![rel];
+            while let Some(dir) = stack.pop() {
+                let Ok(entries) = std::fs::read_dir(root.join(&dir)) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let child = dir.join(e.file_name());
+                    let child_is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                    if matcher
+                        .matched_path_or_any_parents(&child, child_is_dir)
+                        .is_ignore()
+                    {
+                        out.push(child);
+                    } else if child_is_dir {
+                        stack.push(child);
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Copies the host paths named by `patterns` and by `.worktreeinclude` into `worktree`.
+pub fn copy_into_worktree(
+    repo: &git2::Repository,
+    host_root: &Path,
+    worktree: &Path,
+    patterns: &[String],
+) -> Result<CopyReport, CopyError> {
+    let mut report = CopyReport::default();
+    let mut selected: Vec<PathBuf> = Vec::new();
+    for pattern in patterns {
+        let pattern = pattern.trim_end_matches('/');
+        check_inside(pattern)?;
+        if has_glob_chars(pattern) {
+            let glob = Glob::new(pattern).map_err(|e| CopyError::BadGlob {
+                pattern: pattern.to_owned(),
+                reason: e.to_string(),
+            })?;
+            let found = expand_glob(host_root, &glob.compile_matcher());
+            if found.is_empty() {
+                report.warnings.push(format!(
+                    "copy pattern '{pattern}' matched nothing in the host repository"
+                ));
+            }
+            selected.extend(found);
+        } else if host_root.join(pattern).symlink_metadata().is_ok() {
+            selected.push(PathBuf::from(pattern));
+        } else {
+            report.warnings.push(format!(
+                "'{pattern}' does not exist in the host repository; nothing copied"
+            ));
+        }
+    }
+    selected.extend(worktreeinclude_paths(repo, host_root)?);
+    selected.sort();
+    selected.dedup();
+    // A path inside one already selected is copied with its parent.
+    let mut tops: Vec<PathBuf> = Vec::new();
+    for path in selected {
+        if !tops.iter().any(|t| path.starts_with(t)) {
+            tops.push(path);
+        }
+    }
+    let mut copier = Copier {
+        reflink_works: true,
+        files: 0,
+    };
+    for rel in &tops {
+        copier.copy_entry(&host_root.join(rel), &worktree.join(rel))?;
+        report.copied.push(rel.to_string_lossy().into_owned());
+    }
+    report.files = copier.files;
+    Ok(report)
+}

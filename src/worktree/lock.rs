@@ -1,0 +1,112 @@
+//! One lock per branch: an advisory lock on a file holding pid, branch and time.
+//!
+//! The kernel releases the lock when its holder dies, so a lock file left by a
+//! dead process is simply taken over; the file's contents only say who holds it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Who holds a branch lock.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LockHolder {
+    /// Process id of the holder.
+    pub pid: u32,
+    /// The branch it holds.
+    pub branch: String,
+    /// When it took the lock, seconds since the epoch.
+    pub time: u64,
+}
+
+/// A held branch lock; dropping it releases the lock.
+#[derive(Debug)]
+pub struct BranchLock {
+    file: File,
+    path: PathBuf,
+    branch: String,
+}
+
+/// Why a lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another live process holds the branch.
+    #[error("branch '{branch}' is in use by process {} since {} (lock file {}); wait for it or cancel that run", holder.as_ref().map(|h| h.pid.to_string()).unwrap_or_else(|| "?".into()), holder.as_ref().map(|h| h.time.to_string()).unwrap_or_else(|| "?".into()), path.display())]
+    InUse {
+        branch: String,
+        holder: Option<LockHolder>,
+        path: PathBuf,
+    },
+    /// The lock file could not be opened.
+    #[error("cannot open lock file {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl BranchLock {
+    /// Takes the lock for `branch` in `dir`, failing at once if it is held.
+    pub fn acquire(dir: &Path, file_name: &str, branch: &str) -> Result<BranchLock, LockError> {
+        let path = dir.join(format!("{file_name}.lock"));
+        let io = |source| LockError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                return Err(LockError::InUse {
+                    branch: branch.to_owned(),
+                    holder: serde_json::from_str(&text).ok(),
+                    path,
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let holder = LockHolder {
+            pid: std::process::id(),
+            branch: branch.to_owned(),
+            time: crate::util::now_secs(),
+        };
+        let text = serde_json::to_string(&holder).expect("a lock holder always serialises");
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        file.flush().map_err(io)?;
+        Ok(BranchLock {
+            file,
+            path,
+            branch: branch.to_owned(),
+        })
+    }
+
+    /// The branch this lock holds.
+    pub fn branch(&self) -> &str {
+        &self.branch
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for BranchLock {
+    fn drop(&mut self) {
+        // Empty the file before unlocking so nobody reads a stale holder.
+        let _ = self.file.set_len(0);
+        let _ = self.file.unlock();
+    }
+}

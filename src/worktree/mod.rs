@@ -1,0 +1,857 @@
+//! Private worktrees under `<host>/.slipway/worktrees/`: create, re-use, copy-in,
+//! list, close, and the records that make every worktree findable after a crash.
+
+pub mod copy;
+pub mod lock;
+pub mod naming;
+pub mod record;
+
+use std::path::{Path, PathBuf};
+
+use git2::{Repository, build::CheckoutBuilder};
+use serde::Serialize;
+
+use crate::git::branches::upstream_ref;
+use crate::git::merge::is_contained_elsewhere;
+use crate::git::policy::{self, ResolvedSource, SourceError, SourcePolicy, short_ref};
+use crate::git::refname::{InvalidBranchName, validate_branch_name};
+use crate::git::{HostRepo, canonical, changed_paths};
+use crate::util::{now_secs, random_hex};
+use copy::{CopyError, CopyReport, copy_into_worktree};
+use lock::{BranchLock, LockError};
+pub use record::{WorktreeRecord, WorktreeState, WorktreeStrategy};
+
+/// Which branch a new worktree works on. There is no `head` here: `head`
+/// writes straight into the host checkout and has no worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorktreeTarget {
+    /// A named branch, kept. `base` is used only when the branch is new.
+    Branch { name: String, base: Option<String> },
+    /// A temporary branch merged back into the host's current branch.
+    MergeToHead,
+}
+
+/// What to create.
+#[derive(Debug, Clone)]
+pub struct CreateRequest {
+    /// Branch strategy.
+    pub target: WorktreeTarget,
+    /// Where a new branch starts.
+    pub source: SourcePolicy,
+    /// Paths (globs) copied from the host before anything else runs.
+    pub copy: Vec<String>,
+}
+
+/// A created or re-used worktree.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Created {
+    /// Its record.
+    #[serde(flatten)]
+    pub record: WorktreeRecord,
+    /// Whether an existing worktree was returned.
+    pub reused: bool,
+    /// How the start point was chosen, for people.
+    pub source_label: String,
+    /// What the user should know: fast-forwards, reasons for not fast-forwarding, ignored options.
+    pub notes: Vec<String>,
+    /// What copy-in did.
+    pub copy: CopyReport,
+}
+
+/// Why a worktree could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// The branch name breaks git's rules.
+    #[error(transparent)]
+    InvalidBranch(#[from] InvalidBranchName),
+    /// The source policy could not be resolved.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// Another process holds the branch.
+    #[error(transparent)]
+    BranchInUse(LockError),
+    /// The branch is checked out in the host checkout.
+    #[error("branch '{branch}' is checked out in the host repository at {}; use another branch name, or switch the host to another branch first", path.display())]
+    CheckedOutInHost { branch: String, path: PathBuf },
+    /// The branch is checked out in a worktree slipway does not own.
+    #[error("branch '{branch}' is checked out in another worktree at {}; use another branch name, or remove that worktree with `git worktree remove`", path.display())]
+    CheckedOutElsewhere { branch: String, path: PathBuf },
+    /// Something that is not a registered worktree sits where the worktree would go.
+    #[error("{} exists but is not a registered worktree; look inside, move it away, and try again", path.display())]
+    PathOccupied { path: PathBuf },
+    /// Copy-in failed after the worktree was created; the worktree is left for inspection.
+    #[error("{source}; the worktree was created at {}", worktree_path.display())]
+    Copy {
+        source: CopyError,
+        worktree_path: PathBuf,
+    },
+    /// Filesystem trouble under `.slipway/`.
+    #[error("{0}")]
+    Io(String),
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl CreateError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CreateError::InvalidBranch(_) => "invalidBranchName",
+            CreateError::Source(e) => e.kind(),
+            CreateError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
+            CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => "io",
+            CreateError::CheckedOutInHost { .. } | CreateError::CheckedOutElsewhere { .. } => {
+                "branchCheckedOut"
+            }
+            CreateError::PathOccupied { .. } => "pathOccupied",
+            CreateError::Copy { .. } => "copyFailed",
+            CreateError::Git(_) => "git",
+        }
+    }
+
+    /// The worktree this error leaves behind, if any.
+    pub fn worktree_path(&self) -> Option<&Path> {
+        match self {
+            CreateError::Copy { worktree_path, .. } => Some(worktree_path),
+            _ => None,
+        }
+    }
+}
+
+impl From<LockError> for CreateError {
+    fn from(e: LockError) -> Self {
+        CreateError::BranchInUse(e)
+    }
+}
+
+impl From<record::RecordError> for CreateError {
+    fn from(e: record::RecordError) -> Self {
+        CreateError::Io(e.to_string())
+    }
+}
+
+/// Where worktrees live.
+pub fn worktrees_dir(host: &HostRepo) -> PathBuf {
+    host.slipway_dir().join("worktrees")
+}
+
+fn locks_dir(host: &HostRepo) -> PathBuf {
+    host.slipway_dir().join("locks")
+}
+
+/// Creates `.slipway/` with a `.gitignore` of `*`, so nothing in it shows in `git status`.
+pub fn ensure_slipway_dir(host: &HostRepo) -> std::io::Result<()> {
+    let dir = host.slipway_dir();
+    std::fs::create_dir_all(dir.join("worktrees"))?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        crate::util::write_atomic(&ignore, b"*\n")?;
+    }
+    Ok(())
+}
+
+/// Takes the per-branch lock that creates and runs hold.
+pub fn lock_branch(host: &HostRepo, branch: &str) -> Result<BranchLock, LockError> {
+    BranchLock::acquire(&locks_dir(host), &naming::dir_name(branch), branch)
+}
+
+/// The branch a new merge-to-head worktree works on.
+pub fn new_temp_branch_name() -> String {
+    format!("slipway/merge-{}", random_hex(4))
+}
+
+/// Creates a worktree, or returns the existing one for the same branch, taking the branch lock.
+pub fn create(host: &HostRepo, request: &CreateRequest) -> Result<Created, CreateError> {
+    let branch = match &request.target {
+        WorktreeTarget::Branch { name, .. } => {
+            validate_branch_name(name)?;
+            name.clone()
+        }
+        WorktreeTarget::MergeToHead => new_temp_branch_name(),
+    };
+    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
+    let lock = lock_branch(host, &branch)?;
+    create_locked(host, request, &lock)
+}
+
+/// Where a branch is checked out, other than in slipway's own worktree for it.
+fn checked_out_at(
+    host: &HostRepo,
+    branch: &str,
+    own_id: &str,
+) -> Result<Option<(bool, PathBuf)>, git2::Error> {
+    let full = format!("refs/heads/{branch}");
+    let repo = host.git();
+    if let Ok(head) = repo.find_reference("HEAD") {
+        if head.symbolic_target().ok().flatten() == Some(full.as_str()) {
+            return Ok(Some((true, host.root().to_path_buf())));
+        }
+    }
+    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
+        if name == own_id {
+            continue;
+        }
+        let Ok(wt) = repo.find_worktree(name) else {
+            continue;
+        };
+        let Ok(wt_repo) = Repository::open_from_worktree(&wt) else {
+            continue;
+        };
+        let on_branch = wt_repo
+            .find_reference("HEAD")
+            .ok()
+            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
+            .is_some_and(|t| t == full);
+        if on_branch {
+            return Ok(Some((false, wt.path().to_path_buf())));
+        }
+    }
+    Ok(None)
+}
+
+/// Creates or re-uses a worktree while the caller holds `lock` for its branch.
+pub fn create_locked(
+    host: &HostRepo,
+    request: &CreateRequest,
+    lock: &BranchLock,
+) -> Result<Created, CreateError> {
+    let branch = lock.branch().to_owned();
+    let id = naming::dir_name(&branch);
+    let path = worktrees_dir(host).join(&id);
+    let repo = host.git();
+    let slipway_dir = host.slipway_dir();
+    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
+
+    let registered = repo.find_worktree(&id).ok();
+    let existing = WorktreeRecord::load(&slipway_dir, &id);
+    if let (Some(_), true) = (&registered, path.exists()) {
+        return reuse(host, &branch, &id, &path, existing, request);
+    }
+    if let Some(wt) = &registered {
+        // Registered but the directory is gone: drop the stale registration.
+        let mut opts = git2::WorktreePruneOptions::new();
+        opts.valid(true).locked(true).working_tree(false);
+        wt.prune(Some(&mut opts))?;
+    }
+    if path.symlink_metadata().is_ok() {
+        let empty = std::fs::read_dir(&path)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+        if empty {
+            std::fs::remove_dir(&path).map_err(|e| CreateError::Io(e.to_string()))?;
+        } else {
+            return Err(CreateError::PathOccupied { path });
+        }
+    }
+    if let Some((in_host, where_)) = checked_out_at(host, &branch, &id)? {
+        return Err(if in_host {
+            CreateError::CheckedOutInHost {
+                branch,
+                path: where_,
+            }
+        } else {
+            CreateError::CheckedOutElsewhere {
+                branch,
+                path: where_,
+            }
+        });
+    }
+
+    let mut notes = Vec::new();
+    let full = format!("refs/heads/{branch}");
+    let (base, created_branch, source_label, policy_text) = match repo.find_reference(&full) {
+        Ok(reference) => {
+            let tip = reference.peel_to_commit()?.id();
+            if !matches!(request.source, SourcePolicy::HostHead)
+                || matches!(
+                    &request.target,
+                    WorktreeTarget::Branch { base: Some(_), .. }
+                )
+            {
+                notes.push(format!(
+                    "branch '{branch}' already exists: it is used as it is and the source policy is ignored"
+                ));
+            }
+            let resolved = ResolvedSource {
+                commit: tip.to_string(),
+                reference: Some(full.clone()),
+                label: format!("{branch} (existing branch)"),
+            };
+            (
+                resolved,
+                false,
+                format!("{branch} (existing branch)"),
+                "existing".to_owned(),
+            )
+        }
+        Err(_) => {
+            let policy = match &request.target {
+                WorktreeTarget::Branch {
+                    base: Some(base), ..
+                } => SourcePolicy::Named {
+                    reference: base.clone(),
+                },
+                _ => request.source.clone(),
+            };
+            let resolved = policy::resolve(repo, &policy)?;
+            let label = resolved.label.clone();
+            (resolved, true, label, policy.to_string())
+        }
+    };
+
+    let target_branch = match request.target {
+        WorktreeTarget::MergeToHead => host.current_branch(),
+        WorktreeTarget::Branch { .. } => Some(branch.clone()),
+    };
+    let record = WorktreeRecord {
+        id: id.clone(),
+        path: path.clone(),
+        branch: branch.clone(),
+        strategy: match request.target {
+            WorktreeTarget::Branch { .. } => WorktreeStrategy::Branch,
+            WorktreeTarget::MergeToHead => WorktreeStrategy::MergeToHead,
+        },
+        source_policy: policy_text,
+        base_commit: base.commit.clone(),
+        source_ref: base.reference.as_deref().map(|r| short_ref(r).to_owned()),
+        target_branch,
+        created: now_secs(),
+        state: WorktreeState::Active,
+        why: None,
+        run_id: None,
+        run_pid: None,
+        extra: existing.map(|r| r.extra).unwrap_or_default(),
+    };
+    // The record goes first: whatever happens next, the worktree is findable.
+    record.save(&slipway_dir)?;
+
+    let rollback = |created_branch: bool| {
+        if created_branch {
+            if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+                // A branch created a moment ago holds no commits of its own.
+                let _ = b.delete();
+            }
+        }
+        let _ = WorktreeRecord::delete(&slipway_dir, &id);
+    };
+    if created_branch {
+        let commit = repo.find_commit(base.oid())?;
+        if let Err(e) = repo.branch(&branch, &commit, false) {
+            let _ = WorktreeRecord::delete(&slipway_dir, &id);
+            return Err(e.into());
+        }
+        if let Some(source_ref) = &base.reference {
+            // Track the remote branch the user started from, like `git branch --track`.
+            if let Some(rest) = source_ref.strip_prefix("refs/remotes/") {
+                if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+                    let _ = b.set_upstream(Some(rest));
+                }
+            }
+        }
+    }
+    let add = (|| -> Result<(), git2::Error> {
+        let reference = repo.find_reference(&full)?;
+        let mut opts = git2::WorktreeAddOptions::new();
+        opts.reference(Some(&reference));
+        repo.worktree(&id, &path, Some(&opts))?;
+        Ok(())
+    })();
+    if let Err(e) = add {
+        rollback(created_branch);
+        return Err(e.into());
+    }
+    let copy = copy_into_worktree(repo, host.root(), &path, &request.copy).map_err(|source| {
+        CreateError::Copy {
+            source,
+            worktree_path: path.clone(),
+        }
+    })?;
+    notes.extend(copy.warnings.iter().cloned());
+    Ok(Created {
+        record,
+        reused: false,
+        source_label,
+        notes,
+        copy,
+    })
+}
+
+/// Returns the existing worktree for a branch, fast-forwarding it when that is safe.
+fn reuse(
+    host: &HostRepo,
+    branch: &str,
+    id: &str,
+    path: &Path,
+    existing: Option<WorktreeRecord>,
+    request: &CreateRequest,
+) -> Result<Created, CreateError> {
+    let mut notes = Vec::new();
+    let wt_repo = Repository::open(path)?;
+    let full = format!("refs/heads/{branch}");
+    let on_branch = wt_repo
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
+        .is_some_and(|t| t == full);
+    let dirty = !changed_paths(&wt_repo)?.is_empty();
+    if !on_branch {
+        notes.push(format!(
+            "re-used as is: its HEAD is not on '{branch}' (detached or switched)"
+        ));
+    } else if dirty {
+        notes.push(
+            "re-used as is: it has uncommitted changes, so it was not fast-forwarded".to_owned(),
+        );
+    } else if let Some(upstream) = upstream_ref(host.git(), branch) {
+        let tip = wt_repo.find_reference(&full)?.peel_to_commit()?;
+        match wt_repo
+            .find_reference(&upstream)
+            .and_then(|r| r.peel_to_commit())
+        {
+            Ok(up) if up.id() == tip.id() => {}
+            Ok(up) if wt_repo.graph_descendant_of(up.id(), tip.id())? => {
+                let mut checkout = CheckoutBuilder::new();
+                checkout.safe();
+                wt_repo.checkout_tree(up.as_object(), Some(&mut checkout))?;
+                wt_repo.reference_matching(
+                    &full,
+                    up.id(),
+                    true,
+                    tip.id(),
+                    "slipway: fast-forward to upstream",
+                )?;
+                notes.push(format!("fast-forwarded to {}", short_ref(&upstream)));
+            }
+            Ok(up) if wt_repo.graph_descendant_of(tip.id(), up.id())? => {
+                notes.push(format!(
+                    "ahead of {}: nothing to fast-forward",
+                    short_ref(&upstream)
+                ));
+            }
+            Ok(_) => notes.push(format!(
+                "re-used as is: '{branch}' and {} have diverged",
+                short_ref(&upstream)
+            )),
+            Err(_) => {}
+        }
+    }
+    let record = match existing {
+        Some(r) => r,
+        None => {
+            let r = recovered_record(host, id, path, branch);
+            r.save(&host.slipway_dir())?;
+            r
+        }
+    };
+    if !request.copy.is_empty() {
+        notes.push("re-used worktree: copy patterns were not applied again".to_owned());
+    }
+    let source_label = format!("{branch} (existing worktree)");
+    Ok(Created {
+        record,
+        reused: true,
+        source_label,
+        notes,
+        copy: CopyReport::default(),
+    })
+}
+
+/// A record rebuilt for a worktree found without one (an interrupted create).
+fn recovered_record(host: &HostRepo, id: &str, path: &Path, branch: &str) -> WorktreeRecord {
+    let repo = host.git();
+    let tip = repo
+        .find_reference(&format!("refs/heads/{branch}"))
+        .and_then(|r| r.peel_to_commit())
+        .map(|c| c.id())
+        .ok();
+    let base = match (tip, host.head_commit()) {
+        (Some(t), Some(h)) => repo.merge_base(t, h).ok().or(Some(t)),
+        (t, _) => t,
+    };
+    WorktreeRecord {
+        id: id.to_owned(),
+        path: path.to_path_buf(),
+        branch: branch.to_owned(),
+        strategy: if branch.starts_with("slipway/merge-") {
+            WorktreeStrategy::MergeToHead
+        } else {
+            WorktreeStrategy::Branch
+        },
+        source_policy: "unknown".to_owned(),
+        base_commit: base.map(|b| b.to_string()).unwrap_or_default(),
+        source_ref: None,
+        target_branch: host.current_branch(),
+        created: now_secs(),
+        state: WorktreeState::Active,
+        why: Some("recovered: found without a record (an interrupted create)".to_owned()),
+        run_id: None,
+        run_pid: None,
+        extra: Default::default(),
+    }
+}
+
+/// The health of a worktree as records and git see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Health {
+    /// Record, registration and directory agree.
+    Ok,
+    /// A record whose worktree directory is gone (orphan record).
+    Missing,
+}
+
+/// One worktree as `list` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeStatus {
+    /// Stable id.
+    pub id: String,
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Checked-out branch.
+    pub branch: String,
+    /// `branch` or `merge-to-head`.
+    pub strategy: WorktreeStrategy,
+    /// Uncommitted changes present.
+    pub dirty: bool,
+    /// Number of changed paths (as `git status --porcelain` lists them).
+    pub changed_files: usize,
+    /// The changed paths themselves.
+    pub changed_paths: Vec<String>,
+    /// Commits on the branch since the base commit.
+    pub ahead: usize,
+    /// Life state.
+    pub state: WorktreeState,
+    /// Why it is in that state.
+    pub why: Option<String>,
+    /// The run in progress or last run.
+    pub run_id: Option<String>,
+    /// Whether record and disk agree.
+    pub health: Health,
+    /// The commit it started from.
+    pub base_commit: String,
+}
+
+/// Lists every slipway worktree of the repository, after reconciling records with git.
+pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
+    reconcile(host)?;
+    let repo = host.git();
+    let mut out = Vec::new();
+    for record in WorktreeRecord::load_all(&host.slipway_dir()) {
+        let present = record.path.is_dir() && repo.find_worktree(&record.id).is_ok();
+        let (changed, ahead) = if present {
+            let wt = Repository::open(&record.path)?;
+            let changed = changed_paths(&wt)?;
+            let ahead = match (
+                wt.find_reference(&format!("refs/heads/{}", record.branch))
+                    .and_then(|r| r.peel_to_commit()),
+                git2::Oid::from_str(&record.base_commit),
+            ) {
+                (Ok(tip), Ok(base)) => wt
+                    .graph_ahead_behind(tip.id(), base)
+                    .map(|(a, _)| a)
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            (changed, ahead)
+        } else {
+            (Vec::new(), 0)
+        };
+        out.push(WorktreeStatus {
+            id: record.id,
+            path: record.path,
+            branch: record.branch,
+            strategy: record.strategy,
+            dirty: !changed.is_empty(),
+            changed_files: changed.len(),
+            changed_paths: changed,
+            ahead,
+            state: record.state,
+            why: record.why,
+            run_id: record.run_id,
+            health: if present { Health::Ok } else { Health::Missing },
+            base_commit: record.base_commit,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a process is alive.
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Brings records in line with `git worktree list`: registered slipway
+/// worktrees without a record get one; `running` records whose process is gone
+/// become `active` (or `preserved` when dirty). Never deletes anything.
+pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
+    let repo = host.git();
+    let slipway_dir = host.slipway_dir();
+    let wt_dir = canonical(&worktrees_dir(host));
+    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
+        let Ok(wt) = repo.find_worktree(name) else {
+            continue;
+        };
+        let path = canonical(wt.path());
+        if !path.starts_with(&wt_dir) || !path.is_dir() {
+            continue;
+        }
+        if WorktreeRecord::load(&slipway_dir, name).is_some() {
+            continue;
+        }
+        let Ok(wt_repo) = Repository::open_from_worktree(&wt) else {
+            continue;
+        };
+        let branch = wt_repo
+            .find_reference("HEAD")
+            .ok()
+            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
+            .and_then(|t| t.strip_prefix("refs/heads/").map(str::to_owned));
+        let Some(branch) = branch else { continue };
+        let record = recovered_record(host, name, &path, &branch);
+        let _ = record.save(&slipway_dir);
+    }
+    for mut record in WorktreeRecord::load_all(&slipway_dir) {
+        if record.state != WorktreeState::Running {
+            continue;
+        }
+        if record.run_pid.is_some_and(pid_alive) {
+            continue;
+        }
+        let dirty = Repository::open(&record.path)
+            .ok()
+            .and_then(|r| changed_paths(&r).ok())
+            .is_some_and(|c| !c.is_empty());
+        record.state = if dirty {
+            WorktreeState::Preserved
+        } else {
+            WorktreeState::Active
+        };
+        record.why = Some(format!(
+            "run {} ended without finishing (its process is gone)",
+            record.run_id.as_deref().unwrap_or("?")
+        ));
+        record.run_pid = None;
+        let _ = record.save(&slipway_dir);
+    }
+    Ok(())
+}
+
+/// Finds a worktree record by id, path (the worktree or anything inside it) or branch name.
+pub fn find(host: &HostRepo, selector: &str) -> Option<WorktreeRecord> {
+    let _ = reconcile(host);
+    let records = WorktreeRecord::load_all(&host.slipway_dir());
+    if let Some(r) = records.iter().find(|r| r.id == selector) {
+        return Some(r.clone());
+    }
+    if let Some(r) = records.iter().find(|r| r.branch == selector) {
+        return Some(r.clone());
+    }
+    let as_path = canonical(Path::new(selector));
+    records
+        .into_iter()
+        .find(|r| as_path.starts_with(canonical(&r.path)))
+}
+
+/// What closing did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase", tag = "outcome")]
+pub enum CloseOutcome {
+    /// The worktree was removed.
+    Removed {
+        id: String,
+        path: PathBuf,
+        branch: String,
+        branch_deleted: bool,
+        /// Why the branch was kept, with the commands to merge or discard it.
+        branch_kept: Option<String>,
+    },
+    /// The worktree has uncommitted changes and was kept.
+    Preserved {
+        id: String,
+        preserved_path: PathBuf,
+        branch: String,
+        reason: String,
+        changed_paths: Vec<String>,
+        commands: Vec<String>,
+    },
+}
+
+/// Why a worktree could not be closed.
+#[derive(Debug, thiserror::Error)]
+pub enum CloseError {
+    /// No worktree matches.
+    #[error("no slipway worktree matches '{selector}'; known: {}", if known.is_empty() { "(none)".to_owned() } else { known.join(", ") })]
+    NotFound {
+        selector: String,
+        known: Vec<String>,
+    },
+    /// A run holds the branch.
+    #[error(transparent)]
+    BranchInUse(#[from] LockError),
+    /// Filesystem trouble under `.slipway/`.
+    #[error("{0}")]
+    Io(String),
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl CloseError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CloseError::NotFound { .. } => "worktreeNotFound",
+            CloseError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
+            CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => "io",
+            CloseError::Git(_) => "git",
+        }
+    }
+}
+
+impl From<record::RecordError> for CloseError {
+    fn from(e: record::RecordError) -> Self {
+        CloseError::Io(e.to_string())
+    }
+}
+
+/// Closes a worktree: dirty → preserved (unless `force`); clean → removed,
+/// and a temporary branch deleted unless it holds commits on no other branch.
+pub fn close(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, CloseError> {
+    let Some(record) = find(host, selector) else {
+        return Err(CloseError::NotFound {
+            selector: selector.to_owned(),
+            known: WorktreeRecord::load_all(&host.slipway_dir())
+                .into_iter()
+                .map(|r| format!("{} ({})", r.id, r.branch))
+                .collect(),
+        });
+    };
+    let lock = lock_branch(host, &record.branch)?;
+    close_locked(host, record, force, &lock)
+}
+
+/// The commands that inspect or discard a preserved worktree.
+pub fn preserved_commands(path: &Path) -> Vec<String> {
+    vec![
+        format!("cd {}", path.display()),
+        format!("git worktree remove --force {}", path.display()),
+    ]
+}
+
+/// Closes a worktree while the caller holds its branch lock.
+pub fn close_locked(
+    host: &HostRepo,
+    mut record: WorktreeRecord,
+    force: bool,
+    _lock: &BranchLock,
+) -> Result<CloseOutcome, CloseError> {
+    let repo = host.git();
+    let slipway_dir = host.slipway_dir();
+    let registered = repo.find_worktree(&record.id).ok();
+    let present = record.path.is_dir();
+    if present && registered.is_none() && !force {
+        let reason = "the directory is not a registered git worktree, so its changes cannot be checked; it was kept".to_owned();
+        return Ok(CloseOutcome::Preserved {
+            id: record.id.clone(),
+            preserved_path: record.path.clone(),
+            branch: record.branch.clone(),
+            reason,
+            changed_paths: Vec::new(),
+            commands: preserved_commands(&record.path),
+        });
+    }
+    if present && registered.is_some() {
+        let wt_repo = Repository::open(&record.path)?;
+        let changed = changed_paths(&wt_repo)?;
+        if !changed.is_empty() && !force {
+            let reason = format!(
+                "it has uncommitted changes ({} {}): {}",
+                changed.len(),
+                if changed.len() == 1 { "path" } else { "paths" },
+                summarize(&changed)
+            );
+            record.state = WorktreeState::Preserved;
+            record.why = Some(reason.clone());
+            record.save(&slipway_dir)?;
+            return Ok(CloseOutcome::Preserved {
+                id: record.id.clone(),
+                preserved_path: record.path.clone(),
+                branch: record.branch.clone(),
+                reason,
+                changed_paths: changed,
+                commands: preserved_commands(&record.path),
+            });
+        }
+    }
+    if let Some(wt) = &registered {
+        let mut opts = git2::WorktreePruneOptions::new();
+        opts.valid(true).locked(true).working_tree(true);
+        wt.prune(Some(&mut opts))?;
+    } else if present {
+        std::fs::remove_dir_all(&record.path).map_err(|e| CloseError::Io(e.to_string()))?;
+    }
+    let (branch_deleted, branch_kept) = match record.strategy {
+        WorktreeStrategy::Branch => (false, None),
+        WorktreeStrategy::MergeToHead => {
+            delete_temp_branch_if_merged(host, &record.branch, &record.base_commit)?
+        }
+    };
+    WorktreeRecord::delete(&slipway_dir, &record.id)?;
+    Ok(CloseOutcome::Removed {
+        id: record.id,
+        path: record.path,
+        branch: record.branch,
+        branch_deleted,
+        branch_kept,
+    })
+}
+
+/// Deletes a temporary branch unless it holds commits that are on no other
+/// branch; returns (deleted, why kept).
+pub fn delete_temp_branch_if_merged(
+    host: &HostRepo,
+    branch: &str,
+    base_commit: &str,
+) -> Result<(bool, Option<String>), git2::Error> {
+    let repo = host.git();
+    let full = format!("refs/heads/{branch}");
+    let Ok(mut reference) = repo.find_reference(&full) else {
+        return Ok((false, None));
+    };
+    let tip = reference.peel_to_commit()?.id();
+    let base = git2::Oid::from_str(base_commit).ok();
+    let in_base =
+        base.is_some_and(|b| b == tip || repo.graph_descendant_of(b, tip).unwrap_or(false));
+    let in_head = host
+        .head_commit()
+        .is_some_and(|h| h == tip || repo.graph_descendant_of(h, tip).unwrap_or(false));
+    if in_base || in_head || is_contained_elsewhere(repo, tip, &full)? {
+        reference.delete()?;
+        return Ok((true, None));
+    }
+    let unique = crate::git::commits_between(repo, base, tip)
+        .map(|c| c.len())
+        .unwrap_or(0);
+    Ok((
+        false,
+        Some(format!(
+            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; merge it with `git merge {branch}` or discard it with `git branch -D {branch}`"
+        )),
+    ))
+}
+
+fn summarize(paths: &[String]) -> String {
+    let mut s = paths.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if paths.len() > 5 {
+        s.push_str(&format!(", and {} more", paths.len() - 5));
+    }
+    s
+}

@@ -1,0 +1,151 @@
+//! Worktree records: one JSON file per worktree under `.slipway/state/`,
+//! written atomically so a crash leaves the old record or the new one.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::util::write_atomic;
+
+/// Where a worktree's agent commits land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorktreeStrategy {
+    /// A named branch, kept.
+    Branch,
+    /// A temporary branch merged back into the host's current branch.
+    MergeToHead,
+}
+
+impl WorktreeStrategy {
+    /// The name files and the protocol use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorktreeStrategy::Branch => "branch",
+            WorktreeStrategy::MergeToHead => "merge-to-head",
+        }
+    }
+}
+
+/// The life state of a worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorktreeState {
+    /// Created, nobody running in it.
+    Active,
+    /// A run is in progress.
+    Running,
+    /// Kept on purpose (uncommitted changes); `why` says why.
+    Preserved,
+}
+
+impl WorktreeState {
+    /// The name files and the protocol use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorktreeState::Active => "active",
+            WorktreeState::Running => "running",
+            WorktreeState::Preserved => "preserved",
+        }
+    }
+}
+
+/// What slipway knows of one worktree.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeRecord {
+    /// Stable id; also the directory and libgit2 worktree name.
+    pub id: String,
+    /// Absolute path of the worktree.
+    pub path: PathBuf,
+    /// The branch checked out in it.
+    pub branch: String,
+    /// Where its commits land.
+    pub strategy: WorktreeStrategy,
+    /// The source policy it was created with (`host_head`, `named:origin/x`, …).
+    pub source_policy: String,
+    /// The commit it started from.
+    pub base_commit: String,
+    /// The ref the base commit was read from, when there was one.
+    pub source_ref: Option<String>,
+    /// Where its work lands: the host branch for merge-to-head, the branch itself otherwise.
+    pub target_branch: Option<String>,
+    /// Creation time, seconds since the epoch.
+    pub created: u64,
+    /// Life state.
+    pub state: WorktreeState,
+    /// Why it is in that state, when that needs saying.
+    pub why: Option<String>,
+    /// The run in progress or last run on it.
+    pub run_id: Option<String>,
+    /// The pid of the process running in it, while `running`.
+    pub run_pid: Option<u32>,
+    /// Fields written by a newer slipway survive a rewrite.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Reading or writing a record failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Filesystem error.
+    #[error("cannot write worktree record {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The folder holding the records.
+pub fn state_dir(slipway_dir: &Path) -> PathBuf {
+    slipway_dir.join("state")
+}
+
+fn record_path(slipway_dir: &Path, id: &str) -> PathBuf {
+    state_dir(slipway_dir).join(format!("{id}.json"))
+}
+
+impl WorktreeRecord {
+    /// Writes the record atomically.
+    pub fn save(&self, slipway_dir: &Path) -> Result<(), RecordError> {
+        let path = record_path(slipway_dir, &self.id);
+        let mut text = serde_json::to_vec_pretty(self).expect("a record always serialises");
+        text.push(b'\n');
+        write_atomic(&path, &text).map_err(|source| RecordError::Io { path, source })
+    }
+
+    /// Removes the record (a missing one is not an error).
+    pub fn delete(slipway_dir: &Path, id: &str) -> Result<(), RecordError> {
+        let path = record_path(slipway_dir, id);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(RecordError::Io { path, source }),
+        }
+    }
+
+    /// Loads one record by id.
+    pub fn load(slipway_dir: &Path, id: &str) -> Option<WorktreeRecord> {
+        let text = std::fs::read(record_path(slipway_dir, id)).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// Loads every readable record, sorted by creation time then id.
+    pub fn load_all(slipway_dir: &Path) -> Vec<WorktreeRecord> {
+        let Ok(entries) = std::fs::read_dir(state_dir(slipway_dir)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<WorktreeRecord> = entries
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".json") && !name.starts_with('.')
+            })
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+            .collect();
+        out.sort_by(|a: &WorktreeRecord, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
+        out
+    }
+}

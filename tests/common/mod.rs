@@ -1,0 +1,220 @@
+//! One hermetic test environment: a temp folder holding a fake HOME with its
+//! own global git config, real repositories, and helpers that run the real git
+//! CLI (to build fixtures and to check answers) and the real `slipway` binary.
+//!
+//! Every environment checks, when dropped, that the global git config file is
+//! byte-identical to what it wrote: slipway must never write the user's config.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// A hermetic world for one test.
+pub struct TestEnv {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+    gitconfig: PathBuf,
+    initial_gitconfig: Vec<u8>,
+}
+
+const GLOBAL_CONFIG: &str = "[user]\n\tname = Slipway Test\n\temail = test@slipway.invalid\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol \"file\"]\n\tallow = always\n";
+
+impl TestEnv {
+    /// A fresh environment.
+    pub fn new() -> TestEnv {
+        let dir = tempfile::Builder::new()
+            .prefix("slipway-test-")
+            .tempdir()
+            .expect("temp dir");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config")).expect("home");
+        let gitconfig = home.join(".gitconfig");
+        std::fs::write(&gitconfig, GLOBAL_CONFIG).expect("gitconfig");
+        TestEnv {
+            dir,
+            home,
+            gitconfig,
+            initial_gitconfig: GLOBAL_CONFIG.as_bytes().to_vec(),
+        }
+    }
+
+    /// The folder repositories are made in.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The environment every child process gets.
+    pub fn envs(&self) -> Vec<(&'static str, OsString)> {
+        vec![
+            ("HOME", self.home.clone().into()),
+            ("XDG_CONFIG_HOME", self.home.join(".config").into()),
+            ("GIT_CONFIG_GLOBAL", self.gitconfig.clone().into()),
+            ("GIT_CONFIG_NOSYSTEM", "1".into()),
+            ("GIT_AUTHOR_NAME", "Slipway Test".into()),
+            ("GIT_AUTHOR_EMAIL", "test@slipway.invalid".into()),
+            ("GIT_COMMITTER_NAME", "Slipway Test".into()),
+            ("GIT_COMMITTER_EMAIL", "test@slipway.invalid".into()),
+            ("GIT_TERMINAL_PROMPT", "0".into()),
+            ("LC_ALL", "C".into()),
+            ("SLIPWAY_LOG", "warn".into()),
+        ]
+    }
+
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(dir)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .stdin(Stdio::null());
+        for (k, v) in self.envs() {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs the git CLI; panics with its output if it fails. Returns trimmed stdout.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.git_output(dir, args);
+        assert!(
+            out.status.success(),
+            "git {args:?} failed in {}:\n{}{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Runs the git CLI and returns its raw output.
+    pub fn git_output(&self, dir: &Path, args: &[&str]) -> Output {
+        self.command("git", dir).args(args).output().expect("git runs")
+    }
+
+    /// The `slipway` binary under test.
+    pub fn slipway_cmd(&self, dir: &Path) -> Command {
+        self.command(env!("CARGO_BIN_EXE_slipway"), dir)
+    }
+
+    /// Runs `slipway ARGS` in `dir`.
+    pub fn slipway(&self, dir: &Path, args: &[&str]) -> Output {
+        self.slipway_cmd(dir).args(args).output().expect("slipway runs")
+    }
+
+    /// Runs `slipway --json ARGS`, asserts success and parses stdout.
+    pub fn slipway_json(&self, dir: &Path, args: &[&str]) -> Value {
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        let out = self.slipway(dir, &full);
+        assert!(
+            out.status.success(),
+            "slipway {args:?} failed:\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("slipway {args:?} printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout))
+        })
+    }
+
+    /// Runs `slipway --json ARGS`, asserts failure and returns (stdout JSON or Null, stderr error JSON).
+    pub fn slipway_fail(&self, dir: &Path, args: &[&str]) -> (Value, Value) {
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        let out = self.slipway(dir, &full);
+        assert!(
+            !out.status.success(),
+            "slipway {args:?} should have failed:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let stdout = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let err_line = stderr
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("{\"error\""))
+            .unwrap_or_else(|| panic!("no JSON error on stderr:\n{stderr}"));
+        let err: Value = serde_json::from_str(err_line).expect("error JSON");
+        (stdout, err["error"].clone())
+    }
+
+    /// A new repository `name` on branch `main` with one commit (README.md).
+    pub fn new_repo(&self, name: &str) -> PathBuf {
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).expect("repo dir");
+        self.git(&dir, &["init", "-q", "-b", "main"]);
+        self.commit_file(&dir, "README.md", "# test repo\n", "initial commit");
+        dir
+    }
+
+    /// Writes a file, commits it, returns the new commit id.
+    pub fn commit_file(&self, dir: &Path, path: &str, content: &str, message: &str) -> String {
+        let full = dir.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).expect("parent dir");
+        }
+        std::fs::write(&full, content).expect("write file");
+        self.git(dir, &["add", "--", path]);
+        self.git(dir, &["commit", "-q", "-m", message]);
+        self.git(dir, &["rev-parse", "HEAD"])
+    }
+
+    /// `git rev-parse REV` in `dir`.
+    pub fn rev(&self, dir: &Path, rev: &str) -> String {
+        self.git(dir, &["rev-parse", rev])
+    }
+
+    /// Local branch names, as git lists them.
+    pub fn local_branches(&self, dir: &Path) -> Vec<String> {
+        let out = self.git(dir, &["for-each-ref", "--format=%(refname:short)", "refs/heads"]);
+        out.lines().map(str::to_owned).collect()
+    }
+
+    /// Writes an executable shell script into the environment and returns its path.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let dir = self.path().join("scripts");
+        std::fs::create_dir_all(&dir).expect("scripts dir");
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write script");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    /// `git status --porcelain` of `dir`, as git itself reports it.
+    pub fn porcelain(&self, dir: &Path) -> String {
+        self.git(dir, &["status", "--porcelain", "--untracked-files=all"])
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let now = std::fs::read(&self.gitconfig).unwrap_or_default();
+        assert_eq!(
+            String::from_utf8_lossy(&now),
+            String::from_utf8_lossy(&self.initial_gitconfig),
+            "the global git config changed during the test"
+        );
+    }
+}
+
+/// A string field of a JSON value.
+pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_else(|| panic!("field {key} missing or not a string in {v}"))
+}
+
+/// The commit ids of a run result, oldest first.
+pub fn commit_shas(result: &Value) -> Vec<String> {
+    result["commits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no commits array in {result}"))
+        .iter()
+        .map(|c| c["sha"].as_str().expect("sha").to_owned())
+        .collect()
+}
