@@ -295,7 +295,11 @@ pub struct RunFailure {
 
 /// Something that happened during a run, for progress displays.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "event", rename_all = "camelCase")]
+#[serde(
+    tag = "event",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum RunEvent {
     /// A phase started: `worktreeReady`, `hooks`, `agentStarted`, `merging`, …
     Phase { phase: String, message: String },
@@ -335,6 +339,8 @@ struct Ctx<'a> {
     log: RunLog,
     events: &'a EventSink,
     result: RunResult,
+    cancel: CancellationToken,
+    timeouts: Timeouts,
 }
 
 impl Ctx<'_> {
@@ -393,9 +399,9 @@ async fn run_hooks(
     commands: &[String],
     cwd: &Path,
     env: &[(String, String)],
-    timeout: Duration,
-    cancel: &CancellationToken,
 ) -> Result<(), RunError> {
+    let timeout = ctx.timeouts.hook;
+    let cancel = ctx.cancel.clone();
     for command in commands {
         ctx.phase("hooks", format!("{stage}: {command}"));
         let spec = ExecSpec {
@@ -404,7 +410,7 @@ async fn run_hooks(
             env: env.to_vec(),
             stdin: None,
         };
-        match run_to_end(sandbox, spec, timeout, cancel).await? {
+        match run_to_end(sandbox, spec, timeout, &cancel).await? {
             None => {
                 return Err(RunError::HookTimeout {
                     stage,
@@ -436,9 +442,9 @@ async fn run_iteration(
     spec: ExecSpec,
     iteration: u32,
     signals: &[String],
-    timeouts: Timeouts,
-    cancel: &CancellationToken,
 ) -> Result<IterationEnd, RunError> {
+    let timeouts = ctx.timeouts;
+    let cancel = ctx.cancel.clone();
     let mut exec = sandbox.exec(spec).await?;
     ctx.phase(
         "agentStarted",
@@ -641,6 +647,8 @@ pub async fn run(
     let mut ctx = Ctx {
         log: RunLog { file },
         events: &events,
+        cancel: cancel.clone(),
+        timeouts: request.timeouts,
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -703,10 +711,7 @@ pub async fn run(
     ctx.result.warnings.extend(notes);
     ctx.result.branch = place.branch.clone();
     ctx.result.worktree_path = place.cwd.clone();
-    let strategy = match &place.record {
-        None => None,
-        Some(r) => Some(r.strategy),
-    };
+    let strategy = place.record.as_ref().map(|r| r.strategy);
     if let Some(mut record) = place.record.clone() {
         record.state = WorktreeState::Running;
         record.run_id = Some(run_id.clone());
@@ -775,15 +780,14 @@ pub async fn run(
     } else {
         branch_tip(repo, &place.branch)
     };
-    if let Some(tip) = tip_after {
-        if Some(tip) != tip_before {
-            if let Ok(commits) = commits_between(repo, tip_before, tip) {
-                ctx.result.commits = commits
-                    .into_iter()
-                    .map(|c| CommitRef { sha: c.to_string() })
-                    .collect();
-            }
-        }
+    if let Some(tip) = tip_after
+        && Some(tip) != tip_before
+        && let Ok(commits) = commits_between(repo, tip_before, tip)
+    {
+        ctx.result.commits = commits
+            .into_iter()
+            .map(|c| CommitRef { sha: c.to_string() })
+            .collect();
     }
 
     let mut error = outcome.err();
@@ -800,7 +804,7 @@ pub async fn run(
             Err(e) => error = Some(e.into()),
         }
     }
-    finish_place(&mut ctx, host, &place, strategy, error.is_none());
+    finish_place(&mut ctx, host, &place, strategy);
     drop(place.lock);
     match error {
         None => {
@@ -842,8 +846,6 @@ async fn drive(
         &request.hooks.host_on_worktree_ready,
         &place.cwd,
         &env,
-        request.timeouts.hook,
-        cancel,
     )
     .await?;
     let sandbox: Box<dyn Sandbox> = match request.sandbox {
@@ -857,8 +859,6 @@ async fn drive(
             &request.hooks.sandbox_on_sandbox_ready,
             &place.cwd,
             &env,
-            request.timeouts.hook,
-            cancel,
         )
         .await?;
 
@@ -920,18 +920,7 @@ async fn drive(
                 env: iter_env,
                 stdin: invocation.stdin.map(String::into_bytes),
             };
-            match run_iteration(
-                ctx,
-                sandbox.as_ref(),
-                agent,
-                spec,
-                iteration,
-                &signals,
-                request.timeouts,
-                cancel,
-            )
-            .await?
-            {
+            match run_iteration(ctx, sandbox.as_ref(), agent, spec, iteration, &signals).await? {
                 IterationEnd::Signalled(signal) => {
                     ctx.result.completion_signal = Some(signal);
                     break;
@@ -952,7 +941,6 @@ fn finish_place(
     host: &HostRepo,
     place: &Place,
     strategy: Option<WorktreeStrategy>,
-    succeeded: bool,
 ) {
     let Some(record) = &place.record else { return };
     let slipway_dir = host.slipway_dir();
@@ -981,12 +969,10 @@ fn finish_place(
                 ctx.log
                     .line(&format!("[slipway] worktree preserved: {reason}"));
                 ctx.result.preserved_worktree_path = Some(preserved_path);
-                if !succeeded {
-                    ctx.result.kept_branch = Some(format!(
-                        "branch '{}' was kept with the preserved worktree",
-                        place.branch
-                    ));
-                }
+                ctx.result.kept_branch = Some(format!(
+                    "branch '{}' was kept with the preserved worktree ({reason}); close it with `slipway worktree close {}` once you have looked",
+                    place.branch, place.branch
+                ));
                 return;
             }
             Err(e) => ctx

@@ -21,7 +21,11 @@ pub struct AgentInvocation {
 
 /// Something an agent reported, parsed from one output line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum AgentEvent {
     /// Text for people.
     Text { text: String },

@@ -88,17 +88,17 @@ impl Prompt {
                 rest = &after[end + 1..];
                 continue;
             }
-            if let Some(after) = rest.strip_prefix("{{") {
-                if let Some(end) = after.find("}}") {
-                    let name = after[..end].trim();
-                    if is_name(name) {
-                        if !text_buf.is_empty() {
-                            segments.push(Segment::Text(std::mem::take(&mut text_buf)));
-                        }
-                        segments.push(Segment::Var(name.to_owned()));
-                        rest = &after[end + 2..];
-                        continue;
+            if let Some(after) = rest.strip_prefix("{{")
+                && let Some(end) = after.find("}}")
+            {
+                let name = after[..end].trim();
+                if is_name(name) {
+                    if !text_buf.is_empty() {
+                        segments.push(Segment::Text(std::mem::take(&mut text_buf)));
                     }
+                    segments.push(Segment::Var(name.to_owned()));
+                    rest = &after[end + 2..];
+                    continue;
                 }
             }
             let ch = rest.chars().next().expect("rest is not empty");

@@ -13,7 +13,11 @@ use super::staged_paths;
 
 /// What a successful merge did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum MergeOutcome {
     /// The host branch already contained every commit.
     UpToDate,

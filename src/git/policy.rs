@@ -194,10 +194,10 @@ pub fn branch_choices(repo: &Repository) -> Result<Vec<String>, git2::Error> {
         let Some(name) = r.name().ok() else { continue };
         if let Some(short) = name.strip_prefix("refs/heads/") {
             local.push(short.to_owned());
-        } else if let Some(short) = name.strip_prefix("refs/remotes/") {
-            if !short.ends_with("/HEAD") {
-                remote.push(short.to_owned());
-            }
+        } else if let Some(short) = name.strip_prefix("refs/remotes/")
+            && !short.ends_with("/HEAD")
+        {
+            remote.push(short.to_owned());
         }
     }
     local.sort();
@@ -210,20 +210,19 @@ pub fn branch_choices(repo: &Repository) -> Result<Vec<String>, git2::Error> {
 pub fn default_branch_ref(repo: &Repository) -> Result<String, Vec<String>> {
     let mut tried = Vec::new();
     tried.push("origin/HEAD".to_owned());
-    if let Ok(head) = repo.find_reference("refs/remotes/origin/HEAD") {
-        if let Some(target) = head.symbolic_target().ok().flatten() {
-            if repo.find_reference(target).is_ok() {
-                return Ok(target.to_owned());
-            }
-        }
+    if let Ok(head) = repo.find_reference("refs/remotes/origin/HEAD")
+        && let Some(target) = head.symbolic_target().ok().flatten()
+        && repo.find_reference(target).is_ok()
+    {
+        return Ok(target.to_owned());
     }
-    if let Ok(config) = repo.config() {
-        if let Ok(name) = config.get_string("init.defaultBranch") {
-            let full = format!("refs/heads/{name}");
-            tried.push(format!("init.defaultBranch ({name})"));
-            if repo.find_reference(&full).is_ok() {
-                return Ok(full);
-            }
+    if let Ok(config) = repo.config()
+        && let Ok(name) = config.get_string("init.defaultBranch")
+    {
+        let full = format!("refs/heads/{name}");
+        tried.push(format!("init.defaultBranch ({name})"));
+        if repo.find_reference(&full).is_ok() {
+            return Ok(full);
         }
     }
     tried.push("main".to_owned());
@@ -234,12 +233,13 @@ pub fn default_branch_ref(repo: &Repository) -> Result<String, Vec<String>> {
 }
 
 /// Finds the full ref a user-given branch name means: a local branch first,
-/// then a remote-tracking ref, then a full ref name.
+/// then a remote-tracking ref, then a full ref name, then a tag.
 pub fn lookup_branch_ref(repo: &Repository, name: &str) -> Option<String> {
     let candidates = [
         format!("refs/heads/{name}"),
         format!("refs/remotes/{name}"),
         name.to_owned(),
+        format!("refs/tags/{name}"),
     ];
     candidates.into_iter().find(|full| {
         full.starts_with("refs/")
@@ -248,6 +248,16 @@ pub fn lookup_branch_ref(repo: &Repository, name: &str) -> Option<String> {
                 .and_then(|r| r.peel_to_commit())
                 .is_ok()
     })
+}
+
+/// A commit named by its id (full, or abbreviated to at least 7 hex digits).
+fn lookup_commit_id(repo: &Repository, name: &str) -> Option<git2::Oid> {
+    if name.len() < 7 || name.len() > 40 || !name.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    repo.find_object_by_prefix(name, Some(git2::ObjectType::Commit))
+        .ok()
+        .map(|o| o.id())
 }
 
 /// Shortens a full ref for display: `refs/heads/x` → `x`, `refs/remotes/o/x` → `o/x`.
@@ -313,10 +323,17 @@ pub fn resolve(repo: &Repository, policy: &SourcePolicy) -> Result<ResolvedSourc
                 label: short_ref(&full).to_owned(),
                 reference: Some(full),
             }),
-            None => Err(SourceError::UnknownRef {
-                name: reference.clone(),
-                choices: branch_choices(repo)?,
-            }),
+            None => match lookup_commit_id(repo, reference) {
+                Some(oid) => Ok(ResolvedSource {
+                    commit: oid.to_string(),
+                    reference: None,
+                    label: format!("commit {}", short_id(oid)),
+                }),
+                None => Err(SourceError::UnknownRef {
+                    name: reference.clone(),
+                    choices: branch_choices(repo)?,
+                }),
+            },
         },
         SourcePolicy::Ask => Err(SourceError::SourceBranchRequired {
             choices: branch_choices(repo)?,

@@ -184,10 +184,10 @@ fn checked_out_at(
 ) -> Result<Option<(bool, PathBuf)>, git2::Error> {
     let full = format!("refs/heads/{branch}");
     let repo = host.git();
-    if let Ok(head) = repo.find_reference("HEAD") {
-        if head.symbolic_target().ok().flatten() == Some(full.as_str()) {
-            return Ok(Some((true, host.root().to_path_buf())));
-        }
+    if let Ok(head) = repo.find_reference("HEAD")
+        && head.symbolic_target().ok().flatten() == Some(full.as_str())
+    {
+        return Ok(Some((true, host.root().to_path_buf())));
     }
     for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
         if name == own_id {
@@ -328,11 +328,9 @@ pub fn create_locked(
     record.save(&slipway_dir)?;
 
     let rollback = |created_branch: bool| {
-        if created_branch {
-            if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
-                // A branch created a moment ago holds no commits of its own.
-                let _ = b.delete();
-            }
+        if created_branch && let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+            // A branch created a moment ago holds no commits of its own.
+            let _ = b.delete();
         }
         let _ = WorktreeRecord::delete(&slipway_dir, &id);
     };
@@ -344,10 +342,10 @@ pub fn create_locked(
         }
         if let Some(source_ref) = &base.reference {
             // Track the remote branch the user started from, like `git branch --track`.
-            if let Some(rest) = source_ref.strip_prefix("refs/remotes/") {
-                if let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
-                    let _ = b.set_upstream(Some(rest));
-                }
+            if let Some(rest) = source_ref.strip_prefix("refs/remotes/")
+                && let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local)
+            {
+                let _ = b.set_upstream(Some(rest));
             }
         }
     }
@@ -662,7 +660,11 @@ pub fn find(host: &HostRepo, selector: &str) -> Option<WorktreeRecord> {
 
 /// What closing did.
 #[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase", tag = "outcome")]
+#[serde(
+    tag = "outcome",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum CloseOutcome {
     /// The worktree was removed.
     Removed {

@@ -91,7 +91,10 @@ impl TestEnv {
 
     /// Runs the git CLI and returns its raw output.
     pub fn git_output(&self, dir: &Path, args: &[&str]) -> Output {
-        self.command("git", dir).args(args).output().expect("git runs")
+        self.command("git", dir)
+            .args(args)
+            .output()
+            .expect("git runs")
     }
 
     /// The `slipway` binary under test.
@@ -101,7 +104,10 @@ impl TestEnv {
 
     /// Runs `slipway ARGS` in `dir`.
     pub fn slipway(&self, dir: &Path, args: &[&str]) -> Output {
-        self.slipway_cmd(dir).args(args).output().expect("slipway runs")
+        self.slipway_cmd(dir)
+            .args(args)
+            .output()
+            .expect("slipway runs")
     }
 
     /// Runs `slipway --json ARGS`, asserts success and parses stdout.
@@ -116,7 +122,10 @@ impl TestEnv {
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("slipway {args:?} printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout))
+            panic!(
+                "slipway {args:?} printed no JSON ({e}):\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
         })
     }
 
@@ -169,7 +178,10 @@ impl TestEnv {
 
     /// Local branch names, as git lists them.
     pub fn local_branches(&self, dir: &Path) -> Vec<String> {
-        let out = self.git(dir, &["for-each-ref", "--format=%(refname:short)", "refs/heads"]);
+        let out = self.git(
+            dir,
+            &["for-each-ref", "--format=%(refname:short)", "refs/heads"],
+        );
         out.lines().map(str::to_owned).collect()
     }
 
@@ -206,7 +218,9 @@ impl Drop for TestEnv {
 
 /// A string field of a JSON value.
 pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_else(|| panic!("field {key} missing or not a string in {v}"))
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("field {key} missing or not a string in {v}"))
 }
 
 /// The commit ids of a run result, oldest first.

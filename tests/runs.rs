@@ -1,0 +1,364 @@
+//! Runs on the host sandbox: prompts, templates, iterations, the completion
+//! signal, hooks, the agent's environment and the run log.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn agent_arg(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+#[test]
+fn an_inline_prompt_reaches_the_agent_literally_on_stdin_and_in_the_environment() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let out = env.path().join("seen");
+    let agent = env.script(
+        "echo-prompt",
+        &format!(
+            "cat > '{0}.stdin'\nprintf '%s' \"$SLIPWAY_PROMPT\" > '{0}.env'\n",
+            out.display()
+        ),
+    );
+    let prompt = "Fix {{ISSUE}} and run !`touch pwned` please";
+    env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "p",
+            "--prompt",
+            prompt,
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.with_extension("stdin")).expect("stdin"),
+        prompt
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.with_extension("env")).expect("env"),
+        prompt
+    );
+    let wt = repo.join(".slipway/worktrees");
+    assert!(
+        !std::fs::read_dir(&wt)
+            .expect("worktrees")
+            .flatten()
+            .any(|e| e.path().join("pwned").exists()),
+        "an inline prompt never runs commands"
+    );
+}
+
+#[test]
+fn a_prompt_file_is_a_template_with_arguments_built_ins_and_commands() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let template = env.path().join("prompt.md");
+    std::fs::write(
+        &template,
+        "Issue {{ISSUE}} on {{SOURCE_BRANCH}} landing on {{TARGET_BRANCH}}.\nREADME says: !`cat README.md`\n",
+    )
+    .expect("template");
+    let out = env.path().join("prompt.seen");
+    let agent = env.script("save-prompt", &format!("cat > '{}'\n", out.display()));
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--strategy",
+            "merge-to-head",
+            "--prompt-file",
+            template.to_str().expect("utf8"),
+            "--arg",
+            "ISSUE=#42 !`touch pwned`",
+            "--arg",
+            "UNUSED=1",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    let branch = s(&result, "branch");
+    let seen = std::fs::read_to_string(&out).expect("prompt seen");
+    assert_eq!(
+        seen,
+        format!(
+            "Issue #42 !`touch pwned` on {branch} landing on main.\nREADME says: # test repo\n"
+        )
+    );
+    assert!(
+        result["warnings"].to_string().contains("UNUSED"),
+        "an unused argument warns: {result}"
+    );
+    assert!(!repo.join("pwned").exists());
+}
+
+#[test]
+fn a_missing_template_argument_fails_before_anything_is_created() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let template = env.path().join("prompt.md");
+    std::fs::write(&template, "Do {{TASK}} for {{WHO}}\n").expect("template");
+    let marker = env.path().join("ran");
+    let agent = env.script("never", &format!("touch '{}'\n", marker.display()));
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "t",
+            "--prompt-file",
+            template.to_str().expect("utf8"),
+            "--arg",
+            "TASK=x",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert_eq!(err["kind"], "missingPromptArgs");
+    assert!(s(&err, "message").contains("--arg WHO=VALUE"), "{err}");
+    assert!(!marker.exists());
+    assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "t",
+            "--prompt-file",
+            template.to_str().expect("utf8"),
+            "--arg",
+            "TASK=x",
+            "--arg",
+            "WHO=y",
+            "--arg",
+            "SOURCE_BRANCH=z",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert!(s(&err, "message").contains("built in"), "{err}");
+}
+
+#[test]
+fn iterations_run_until_the_limit_or_the_completion_signal() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let count = env.path().join("count");
+    let agent = env.script(
+        "count",
+        &format!("echo \"$SLIPWAY_ITERATION\" >> '{}'\n", count.display()),
+    );
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "i",
+            "--max-iterations",
+            "3",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert_eq!(result["iterations"], 3);
+    assert!(result["completionSignal"].is_null());
+    assert_eq!(std::fs::read_to_string(&count).expect("count"), "1\n2\n3\n");
+
+    let done = env.script(
+        "done-at-2",
+        "if [ \"$SLIPWAY_ITERATION\" = 2 ]; then echo 'all good <promise>COMPLETE</promise>'; fi\n",
+    );
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "i",
+            "--max-iterations",
+            "5",
+            "--",
+            agent_arg(&done),
+        ],
+    );
+    assert_eq!(result["iterations"], 2);
+    assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>");
+
+    let custom = env.script("custom", "echo 'DONE-B'\n");
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "i",
+            "--max-iterations",
+            "4",
+            "--completion-signal",
+            "DONE-A",
+            "--completion-signal",
+            "DONE-B",
+            "--",
+            agent_arg(&custom),
+        ],
+    );
+    assert_eq!(result["iterations"], 1);
+    assert_eq!(result["completionSignal"], "DONE-B");
+}
+
+#[test]
+fn hooks_run_in_order_before_the_agent_and_a_failing_hook_fails_the_run() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = env.script("reads-hooks", "cat hook-order.txt\n");
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "h",
+            "--on-worktree-ready",
+            "echo host-1 >> hook-order.txt",
+            "--on-worktree-ready",
+            "echo host-2 >> hook-order.txt",
+            "--on-sandbox-ready",
+            "echo sandbox >> hook-order.txt",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    let wt = Path::new(s(&result, "worktreePath"));
+    assert_eq!(
+        std::fs::read_to_string(wt.join("hook-order.txt")).expect("hooks ran in the worktree"),
+        "host-1\nhost-2\nsandbox\n"
+    );
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(
+        log.contains("host-1\nhost-2\nsandbox"),
+        "agent output is in the log:\n{log}"
+    );
+
+    let marker = env.path().join("agent-ran");
+    let agent = env.script("marker", &format!("touch '{}'\n", marker.display()));
+    let (result, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "h2",
+            "--on-worktree-ready",
+            "echo 'npm: missing lockfile' >&2; exit 7",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert_eq!(err["kind"], "hookFailed");
+    assert!(
+        s(&err, "message").contains("npm: missing lockfile"),
+        "the hook's output is in the error: {err}"
+    );
+    assert_eq!(result["status"], "failed");
+    assert!(!marker.exists(), "the agent never started");
+
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "h3",
+            "--on-sandbox-ready",
+            "sleep 30",
+            "--hook-timeout",
+            "1",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert_eq!(err["kind"], "hookTimeout");
+    assert!(s(&err, "message").contains("sleep 30"));
+}
+
+#[test]
+fn the_agent_gets_its_branches_and_the_users_identity_through_the_environment() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let out = env.path().join("env.txt");
+    let agent = env.script(
+        "env",
+        &format!(
+            "echo \"$SLIPWAY_SOURCE_BRANCH|$SLIPWAY_TARGET_BRANCH|$SLIPWAY_ITERATION|$GIT_AUTHOR_NAME|$GIT_COMMITTER_EMAIL|$PWD\" > '{}'\n",
+            out.display()
+        ),
+    );
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--strategy",
+            "merge-to-head",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    let text = std::fs::read_to_string(&out).expect("env");
+    let expected = format!(
+        "{}|main|1|Slipway Test|test@slipway.invalid|{}\n",
+        s(&result, "branch"),
+        s(&result, "worktreePath")
+    );
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn bad_run_arguments_are_clear_errors() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let (_, err) = env.slipway_fail(&repo, &["run", "--branch", "x"]);
+    assert!(
+        s(&err, "message").contains("--"),
+        "says how to give the program: {err}"
+    );
+    let (_, err) = env.slipway_fail(&repo, &["run", "--branch", "a..b", "--", "true"]);
+    assert_eq!(err["kind"], "invalidBranchName");
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &["run", "--branch", "x", "--arg", "novalue", "--", "true"],
+    );
+    assert_eq!(err["kind"], "invalidParams");
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "x",
+            "--prompt-file",
+            "/nonexistent/p.md",
+            "--",
+            "true",
+        ],
+    );
+    assert!(s(&err, "message").contains("/nonexistent/p.md"));
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "x",
+            "--max-iterations",
+            "0",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(err["kind"], "invalidParams");
+    let (_, err) = env.slipway_fail(env.path(), &["run", "--", "true"]);
+    assert_eq!(err["kind"], "notARepository");
+    assert_eq!(
+        env.local_branches(&repo),
+        vec!["main".to_owned()],
+        "nothing was created"
+    );
+}
