@@ -26,7 +26,7 @@ pub fn validate_branch_name(name: &str) -> Result<(), InvalidBranchName> {
     if name.starts_with('-') {
         return fail("it starts with '-'");
     }
-    if name == "HEAD" || name.starts_with("refs/") {
+    if name == "HEAD" || name == "@" || name.starts_with("refs/") {
         return fail("it names a ref, not a branch");
     }
     if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
