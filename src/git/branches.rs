@@ -49,13 +49,8 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
         .ok()
         .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned));
     let default_ref = default_branch_ref(repo).ok();
-    let upstreams = upstream_map(repo)?;
-    let remotes: Vec<String> = repo
-        .remotes()?
-        .iter()
-        .filter_map(|r| r.ok().flatten())
-        .map(str::to_owned)
-        .collect();
+    let upstreams = upstream_map(repo, &fetch_specs(repo)?)?;
+    let specs = fetch_specs(repo)?;
 
     let mut commits: HashMap<Oid, (String, i64)> = HashMap::new();
     let mut local = Vec::new();
@@ -93,11 +88,10 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
             }
         };
         let remote_name = match kind {
-            BranchKind::Remote => remotes
+            BranchKind::Remote => specs
                 .iter()
-                .filter(|r| short.starts_with(&format!("{r}/")))
-                .max_by_key(|r| r.len())
-                .cloned()
+                .find(|spec| spec.owns(full))
+                .map(|spec| spec.remote.clone())
                 .or_else(|| short.split('/').next().map(str::to_owned)),
             BranchKind::Local => None,
         };
@@ -126,20 +120,80 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
     Ok(local)
 }
 
-/// The upstream of a local branch as a full remote-tracking ref, if configured.
+/// The upstream of a local branch as a full ref (remote-tracking, or local for
+/// `remote = .`), mapped through the remote's fetch refspecs as git does.
 pub fn upstream_ref(repo: &Repository, branch: &str) -> Option<String> {
-    let config = repo.config().ok()?.snapshot().ok()?;
-    let remote = config.get_string(&format!("branch.{branch}.remote")).ok()?;
-    let merge = config.get_string(&format!("branch.{branch}.merge")).ok()?;
-    let short = merge.strip_prefix("refs/heads/")?;
-    if remote == "." {
-        return Some(format!("refs/heads/{short}"));
+    let name = repo
+        .branch_upstream_name(&format!("refs/heads/{branch}"))
+        .ok()?;
+    name.as_str().ok().map(str::to_owned)
+}
+
+/// One fetch refspec of a remote: `src` on the remote maps to `dst` here.
+#[derive(Debug, Clone)]
+struct FetchSpec {
+    remote: String,
+    src: String,
+    dst: String,
+}
+
+impl FetchSpec {
+    /// Maps a remote ref (`refs/heads/x`) to the local tracking ref, if this spec covers it.
+    fn to_local(&self, remote_ref: &str) -> Option<String> {
+        transform(&self.src, &self.dst, remote_ref)
     }
-    Some(format!("refs/remotes/{remote}/{short}"))
+
+    /// Whether `local_ref` is a tracking ref written by this spec.
+    fn owns(&self, local_ref: &str) -> bool {
+        transform(&self.dst, &self.src, local_ref).is_some()
+    }
+}
+
+/// Applies a one-`*` refspec pattern: `refs/heads/*` → `refs/remotes/o/*`.
+fn transform(from: &str, to: &str, name: &str) -> Option<String> {
+    match from.split_once('*') {
+        None => (from == name).then(|| to.to_owned()),
+        Some((prefix, suffix)) => {
+            let middle = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
+            let (to_prefix, to_suffix) = to.split_once('*')?;
+            Some(format!("{to_prefix}{middle}{to_suffix}"))
+        }
+    }
+}
+
+/// Every remote's fetch refspecs, read once.
+fn fetch_specs(repo: &Repository) -> Result<Vec<FetchSpec>, git2::Error> {
+    let mut out = Vec::new();
+    for name in repo.remotes()?.iter().filter_map(|r| r.ok().flatten()) {
+        let Ok(remote) = repo.find_remote(name) else {
+            continue;
+        };
+        for spec in remote
+            .fetch_refspecs()?
+            .iter()
+            .filter_map(|r| r.ok().flatten())
+        {
+            let spec = spec.trim_start_matches('+');
+            if spec.starts_with('^') {
+                continue;
+            }
+            if let Some((src, dst)) = spec.split_once(':') {
+                out.push(FetchSpec {
+                    remote: name.to_owned(),
+                    src: src.to_owned(),
+                    dst: dst.to_owned(),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Reads every `branch.<name>.remote`/`.merge` pair in one pass over the config.
-fn upstream_map(repo: &Repository) -> Result<HashMap<String, String>, git2::Error> {
+fn upstream_map(
+    repo: &Repository,
+    specs: &[FetchSpec],
+) -> Result<HashMap<String, String>, git2::Error> {
     let config = repo.config()?.snapshot()?;
     let mut remotes: HashMap<String, String> = HashMap::new();
     let mut merges: HashMap<String, String> = HashMap::new();
@@ -162,15 +216,18 @@ fn upstream_map(repo: &Repository) -> Result<HashMap<String, String>, git2::Erro
         let Some(remote) = remotes.get(&branch) else {
             continue;
         };
-        let Some(short) = merge.strip_prefix("refs/heads/") else {
-            continue;
-        };
         let upstream = if remote == "." {
-            short.to_owned()
+            merge.strip_prefix("refs/heads/").map(str::to_owned)
         } else {
-            format!("{remote}/{short}")
+            specs
+                .iter()
+                .filter(|spec| &spec.remote == remote)
+                .find_map(|spec| spec.to_local(&merge))
+                .map(|full| super::policy::short_ref(&full).to_owned())
         };
-        out.insert(branch, upstream);
+        if let Some(upstream) = upstream {
+            out.insert(branch, upstream);
+        }
     }
     Ok(out)
 }

@@ -65,11 +65,9 @@ impl BranchLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
                 return Err(LockError::InUse {
                     branch: branch.to_owned(),
-                    holder: serde_json::from_str(&text).ok(),
+                    holder: read_holder(&mut file),
                     path,
                 });
             }
@@ -105,8 +103,52 @@ impl BranchLock {
 
 impl Drop for BranchLock {
     fn drop(&mut self) {
-        // Empty the file before unlocking so nobody reads a stale holder.
-        let _ = self.file.set_len(0);
+        // The contents stay: only the kernel lock says whether it is held, and a
+        // process that just failed to take it can still read who held it.
+        let _ = self.file.unlock();
+    }
+}
+
+/// Reads the holder, waiting briefly for a new holder that has the lock but has
+/// not written its name yet.
+fn read_holder(file: &mut File) -> Option<LockHolder> {
+    for _ in 0..50 {
+        let mut text = String::new();
+        if file.seek(SeekFrom::Start(0)).is_ok()
+            && file.read_to_string(&mut text).is_ok()
+            && let Ok(holder) = serde_json::from_str(&text)
+        {
+            return Some(holder);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    None
+}
+
+/// A repository-wide lock held only around libgit2's worktree add and prune,
+/// which are not safe to run concurrently in one repository.
+#[derive(Debug)]
+pub struct AdminLock {
+    file: File,
+}
+
+impl AdminLock {
+    /// Waits for and takes the lock.
+    pub fn acquire(dir: &Path) -> std::io::Result<AdminLock> {
+        std::fs::create_dir_all(dir)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join("worktree-admin.lock"))?;
+        file.lock()?;
+        Ok(AdminLock { file })
+    }
+}
+
+impl Drop for AdminLock {
+    fn drop(&mut self) {
         let _ = self.file.unlock();
     }
 }

@@ -18,7 +18,7 @@ use crate::git::refname::{InvalidBranchName, validate_branch_name};
 use crate::git::{HostRepo, canonical, changed_paths};
 use crate::util::{now_secs, random_hex};
 use copy::{CopyError, CopyReport, copy_into_worktree};
-use lock::{BranchLock, LockError};
+use lock::{AdminLock, BranchLock, LockError};
 pub use record::{WorktreeRecord, WorktreeState, WorktreeStrategy};
 
 /// Which branch a new worktree works on. There is no `head` here: `head`
@@ -231,6 +231,8 @@ pub fn create_locked(
     }
     if let Some(wt) = &registered {
         // Registered but the directory is gone: drop the stale registration.
+        let _admin =
+            AdminLock::acquire(&locks_dir(host)).map_err(|e| CreateError::Io(e.to_string()))?;
         let mut opts = git2::WorktreePruneOptions::new();
         opts.valid(true).locked(true).working_tree(false);
         wt.prune(Some(&mut opts))?;
@@ -350,6 +352,8 @@ pub fn create_locked(
         }
     }
     let add = (|| -> Result<(), git2::Error> {
+        let _admin = AdminLock::acquire(&locks_dir(host))
+            .map_err(|e| git2::Error::from_str(&format!("cannot take the worktree lock: {e}")))?;
         let reference = repo.find_reference(&full)?;
         let mut opts = git2::WorktreeAddOptions::new();
         opts.reference(Some(&reference));
@@ -794,6 +798,8 @@ pub fn close_locked(
         }
     }
     if let Some(wt) = &registered {
+        let _admin =
+            AdminLock::acquire(&locks_dir(host)).map_err(|e| CloseError::Io(e.to_string()))?;
         let mut opts = git2::WorktreePruneOptions::new();
         opts.valid(true).locked(true).working_tree(true);
         wt.prune(Some(&mut opts))?;
