@@ -48,11 +48,20 @@ fn report_error(err: &CliError, json: bool) {
     }
 }
 
-/// Prints a JSON document on stdout.
+/// Prints a JSON document on stdout, streamed rather than built in memory.
 fn print_json<T: Serialize>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        Err(e) => eprintln!("error: cannot serialise the result: {e}"),
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match written {
+        // A reader that stopped early (`| head`) is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("error: cannot write the result: {e}"),
+        Ok(()) => {}
     }
 }
 
@@ -81,7 +90,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let host = open(&cli.repo)?;
             let list = branches::list_branches(host.git())?;
             if cli.json {
-                print_json(&serde_json::json!({ "branches": list }));
+                #[derive(Serialize)]
+                struct Branches<'a> {
+                    branches: &'a [branches::BranchInfo],
+                }
+                print_json(&Branches { branches: &list });
             } else {
                 print!("{}", render::branches(&list));
             }

@@ -52,64 +52,73 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
     let upstreams = upstream_map(repo, &fetch_specs(repo)?)?;
     let specs = fetch_specs(repo)?;
 
-    let mut commits: HashMap<Oid, (String, i64)> = HashMap::new();
-    let mut local = Vec::new();
-    let mut remote = Vec::new();
+    struct Found {
+        full: String,
+        kind: BranchKind,
+        oid: Oid,
+    }
+    let mut found = Vec::new();
     for reference in repo.references()? {
         let reference = reference?;
         let Some(full) = reference.name().ok() else {
             continue;
         };
-        let (kind, short) = if let Some(s) = full.strip_prefix("refs/heads/") {
-            (BranchKind::Local, s)
-        } else if let Some(s) = full.strip_prefix("refs/remotes/") {
-            if s.ends_with("/HEAD") {
-                continue;
-            }
-            (BranchKind::Remote, s)
+        let kind = if full.starts_with("refs/heads/") {
+            BranchKind::Local
+        } else if full.starts_with("refs/remotes/") && !full.ends_with("/HEAD") {
+            BranchKind::Remote
         } else {
             continue;
         };
-        let Some(oid) = reference.resolve().ok().and_then(|r| r.target()) else {
+        // Branches are almost always direct refs; resolving each one would
+        // look it up again in the ref store.
+        let oid = match reference.target() {
+            Some(oid) => oid,
+            None => match reference.resolve().ok().and_then(|r| r.target()) {
+                Some(oid) => oid,
+                None => continue,
+            },
+        };
+        found.push(Found {
+            full: full.to_owned(),
+            kind,
+            oid,
+        });
+    }
+    let mut oids: Vec<Oid> = found.iter().map(|f| f.oid).collect();
+    oids.sort_unstable();
+    oids.dedup();
+    let commits = read_commits(repo, &oids);
+
+    let mut local = Vec::new();
+    let mut remote = Vec::new();
+    for f in found {
+        let Some((subject, time)) = commits.get(&f.oid).cloned() else {
             continue;
         };
-        let (subject, time) = match commits.get(&oid) {
-            Some(found) => found.clone(),
-            None => {
-                let Ok(commit) = repo.find_commit(oid) else {
-                    continue;
-                };
-                let info = (
-                    commit.summary().ok().flatten().unwrap_or("").to_owned(),
-                    commit.time().seconds(),
-                );
-                commits.insert(oid, info.clone());
-                info
-            }
-        };
-        let remote_name = match kind {
-            BranchKind::Remote => specs
-                .iter()
-                .find(|spec| spec.owns(full))
-                .map(|spec| spec.remote.clone())
-                .or_else(|| short.split('/').next().map(str::to_owned)),
-            BranchKind::Local => None,
-        };
+        let short = super::policy::short_ref(&f.full);
         let info = BranchInfo {
             name: short.to_owned(),
-            kind,
-            remote: remote_name,
-            commit: oid.to_string(),
+            kind: f.kind,
+            remote: match f.kind {
+                BranchKind::Remote => specs
+                    .iter()
+                    .find(|spec| spec.owns(&f.full))
+                    .map(|spec| spec.remote.clone())
+                    .or_else(|| short.split('/').next().map(str::to_owned)),
+                BranchKind::Local => None,
+            },
+            commit: f.oid.to_string(),
             subject,
             time,
-            is_head: head_target.as_deref() == Some(full),
-            is_default: default_ref.as_deref() == Some(full),
-            upstream: match kind {
+            is_head: head_target.as_deref() == Some(f.full.as_str()),
+            is_default: default_ref.as_deref() == Some(f.full.as_str()),
+            upstream: match f.kind {
                 BranchKind::Local => upstreams.get(short).cloned(),
                 BranchKind::Remote => None,
             },
         };
-        match kind {
+        match f.kind {
             BranchKind::Local => local.push(info),
             BranchKind::Remote => remote.push(info),
         }
@@ -118,6 +127,38 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
     remote.sort_by(|a, b| a.name.cmp(&b.name));
     local.extend(remote);
     Ok(local)
+}
+
+/// Subject and committer time of each commit. Large sets are read on two
+/// threads, each with its own handle (a `Repository` is not `Sync`).
+fn read_commits(repo: &Repository, oids: &[Oid]) -> HashMap<Oid, (String, i64)> {
+    fn read(repo: &Repository, oids: &[Oid]) -> Vec<(Oid, (String, i64))> {
+        oids.iter()
+            .filter_map(|oid| {
+                let commit = repo.find_commit(*oid).ok()?;
+                let subject = commit.summary().ok().flatten().unwrap_or("").to_owned();
+                Some((*oid, (subject, commit.time().seconds())))
+            })
+            .collect()
+    }
+    const PARALLEL_FROM: usize = 1024;
+    if oids.len() < PARALLEL_FROM {
+        return read(repo, oids).into_iter().collect();
+    }
+    let (mine, theirs) = oids.split_at(oids.len() / 2);
+    let git_dir = repo.path().to_path_buf();
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(move || match Repository::open(&git_dir) {
+            Ok(second) => Some(read(&second, theirs)),
+            Err(_) => None,
+        });
+        let mut out: HashMap<Oid, (String, i64)> = read(repo, mine).into_iter().collect();
+        match helper.join().ok().flatten() {
+            Some(rest) => out.extend(rest),
+            None => out.extend(read(repo, theirs)),
+        }
+        out
+    })
 }
 
 /// The upstream of a local branch as a full ref (remote-tracking, or local for

@@ -55,6 +55,13 @@ impl HostRepo {
     /// Opens the host repository that `path` belongs to (the main checkout even
     /// when `path` is inside a linked worktree).
     pub fn open(path: &Path) -> Result<HostRepo, OpenError> {
+        static LIBGIT2_OPTIONS: std::sync::Once = std::sync::Once::new();
+        // Re-hashing every object read costs a tenth of a branch listing; the
+        // git CLI does not verify on read either.
+        LIBGIT2_OPTIONS.call_once(|| {
+            git2::opts::strict_hash_verification(false);
+            git2::opts::enable_caching(false);
+        });
         if !path.is_dir() {
             return Err(OpenError::NoSuchPath {
                 path: path.to_path_buf(),
