@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod git;
+pub mod lsp;
 pub mod run;
 pub mod sandbox;
 pub mod util;

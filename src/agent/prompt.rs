@@ -19,7 +19,8 @@ enum Segment {
 }
 
 /// Where a prompt comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "camelCase")]
 pub enum PromptSource {
     /// Used exactly as given.
     Inline(String),

@@ -31,6 +31,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Create a demo repository in a temporary folder and run a scripted agent in it.
     Demo(DemoArgs),
+    /// Serve the editor sidecar protocol (JSON-RPC, LSP framing) on stdin/stdout.
+    Lsp(LspArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -176,6 +178,9 @@ pub struct RunArgs {
     /// Use this run id (for callers that track runs).
     #[arg(long, hide = true)]
     pub run_id: Option<String>,
+    /// Run the request in this JSON file (written by the sidecar for detached runs).
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub request_file: Option<PathBuf>,
     /// The program of the `command` agent and its arguments.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
@@ -186,4 +191,11 @@ pub struct DemoArgs {
     /// Create the demo repository here instead of a temporary folder.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LspArgs {
+    /// Write logs here instead of stderr (level from SLIPWAY_LOG, default info).
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
 }

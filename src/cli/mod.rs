@@ -155,8 +155,20 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Run(args) => {
             let host = open(&cli.repo)?;
-            let request = run_request(*args)?;
+            let request = match &args.request_file {
+                Some(file) => {
+                    let bytes = std::fs::read(file)?;
+                    serde_json::from_slice(&bytes).map_err(|e| {
+                        CliError::new("invalidParams", format!("{}: {e}", file.display()))
+                    })?
+                }
+                None => run_request(*args)?,
+            };
             run_cli(&host, request, cli.json)
+        }
+        Command::Lsp(args) => {
+            slipway::lsp::serve_stdio(args.log_file.as_deref())?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run_demo(args.dir, cli.json),
     }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use slipway::git::branches::{BranchInfo, BranchKind};
+use slipway::git::merge::MergeOutcome;
 use slipway::run::{RunResult, RunStatus};
 use slipway::worktree::{CloseOutcome, Created, Health, WorktreeStatus};
 
@@ -167,8 +168,25 @@ pub fn run_result(r: &RunResult) -> String {
     if let Some(signal) = &r.completion_signal {
         let _ = writeln!(out, "  completion signal: {signal}");
     }
-    if let Some(merge) = &r.merge {
-        let _ = writeln!(out, "  merge: {merge:?}");
+    match &r.merge {
+        Some(MergeOutcome::FastForward { to, .. }) => {
+            let _ = writeln!(
+                out,
+                "  merged: fast-forwarded the host branch to {}",
+                short(to)
+            );
+        }
+        Some(MergeOutcome::Merged { commit }) => {
+            let _ = writeln!(
+                out,
+                "  merged: merge commit {} on the host branch",
+                short(commit)
+            );
+        }
+        Some(MergeOutcome::UpToDate) => {
+            let _ = writeln!(out, "  merged: nothing new for the host branch");
+        }
+        None => {}
     }
     if let Some(p) = &r.preserved_worktree_path {
         let _ = writeln!(out, "  worktree kept at {}", p.display());

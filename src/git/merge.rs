@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::staged_paths;
 
 /// What a successful merge did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",

@@ -29,7 +29,7 @@ pub struct RefSnapshot {
 }
 
 /// One ref the guard found changed, and what it did about it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RefChange {
     /// Full ref name.

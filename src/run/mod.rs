@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +22,9 @@ use crate::git::{HostRepo, changed_paths, commits_between};
 use crate::sandbox::host::HostSandbox;
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::worktree::lock::{BranchLock, LockError};
+use record::{EventLog, RunRecord, RunState};
+
+pub mod record;
 use crate::worktree::{
     self, CloseOutcome, CreateError, CreateRequest, WorktreeRecord, WorktreeState,
     WorktreeStrategy, WorktreeTarget,
@@ -31,7 +34,8 @@ use crate::worktree::{
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
 
 /// Where the agent's commits land.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
 pub enum RunStrategy {
     /// Straight into the host working directory.
     Head,
@@ -42,7 +46,8 @@ pub enum RunStrategy {
 }
 
 /// Which sandbox runs the agent.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
 pub enum SandboxSpec {
     /// A host process in the worktree.
     #[default]
@@ -50,7 +55,8 @@ pub enum SandboxSpec {
 }
 
 /// Commands run before the agent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Hooks {
     /// On the host, in the worktree, before the sandbox starts.
     pub host_on_worktree_ready: Vec<String>,
@@ -59,14 +65,33 @@ pub struct Hooks {
 }
 
 /// Every timeout of a run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Timeouts {
     /// No output for this long kills the agent.
+    #[serde(with = "secs")]
     pub idle: Duration,
     /// Each hook and each prompt command.
+    #[serde(with = "secs")]
     pub hook: Duration,
     /// Silence after the completion signal that ends the iteration successfully.
+    #[serde(with = "secs")]
     pub completion_grace: Duration,
+}
+
+/// Durations as whole seconds in files.
+mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs(u64::deserialize(d)?))
+    }
 }
 
 impl Default for Timeouts {
@@ -80,7 +105,8 @@ impl Default for Timeouts {
 }
 
 /// Everything a run needs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RunRequest {
     /// Run id; generated when `None`.
     pub run_id: Option<String>,
@@ -111,7 +137,7 @@ pub struct RunRequest {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RunStatus {
     /// Every iteration succeeded (or the completion signal arrived) and the work is where the strategy puts it.
@@ -125,14 +151,14 @@ pub enum RunStatus {
 }
 
 /// A commit the run created.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitRef {
     /// Full commit id.
     pub sha: String,
 }
 
 /// Token usage as the agent reported it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Input tokens.
@@ -142,7 +168,7 @@ pub struct Usage {
 }
 
 /// An error as the result carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
     /// Stable kind.
     pub kind: String,
@@ -151,7 +177,7 @@ pub struct ErrorInfo {
 }
 
 /// The result of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// Run id.
@@ -294,7 +320,7 @@ pub struct RunFailure {
 }
 
 /// Something that happened during a run, for progress displays.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "event",
     rename_all = "camelCase",
@@ -311,6 +337,39 @@ pub enum RunEvent {
 
 /// Receives run events.
 pub type EventSink = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+
+/// Why a run could not be cancelled.
+#[derive(Debug, thiserror::Error)]
+pub enum CancelError {
+    /// No record of that run.
+    #[error("no run '{0}' in this repository; see `slipway worktree list` for running runs")]
+    UnknownRun(String),
+}
+
+impl CancelError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        "unknownRun"
+    }
+}
+
+/// Asks a run to stop: its process gets SIGTERM, kills the agent's tree and
+/// finishes with status `cancelled`. Returns the run's state at the time of asking.
+pub fn cancel(host: &HostRepo, run_id: &str) -> Result<RunState, CancelError> {
+    let slipway_dir = host.slipway_dir();
+    let mut record = RunRecord::load(&slipway_dir, run_id)
+        .ok_or_else(|| CancelError::UnknownRun(run_id.to_owned()))?;
+    if record.settle_if_dead(&slipway_dir) || record.state == RunState::Finished {
+        return Ok(RunState::Finished);
+    }
+    if let Ok(pid) = libc::pid_t::try_from(record.pid) {
+        // SAFETY: signalling the run process named in its own record.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    Ok(RunState::Running)
+}
 
 /// A new run id: time plus randomness, sortable.
 pub fn new_run_id() -> String {
@@ -337,6 +396,7 @@ enum IterationEnd {
 
 struct Ctx<'a> {
     log: RunLog,
+    event_log: EventLog,
     events: &'a EventSink,
     result: RunResult,
     cancel: CancellationToken,
@@ -346,10 +406,18 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn phase(&mut self, phase: &str, message: String) {
         self.log.line(&format!("[slipway] {phase}: {message}"));
-        (self.events)(&RunEvent::Phase {
+        self.emit(RunEvent::Phase {
             phase: phase.to_owned(),
             message,
         });
+    }
+
+    /// Sends an event to the caller and to the run's events file.
+    fn emit(&mut self, event: RunEvent) {
+        if !matches!(event, RunEvent::Output { .. }) {
+            self.event_log.append(&event);
+        }
+        (self.events)(&event);
     }
 }
 
@@ -625,7 +693,8 @@ fn prepare_place(host: &HostRepo, request: &RunRequest) -> Result<(Place, Vec<St
 }
 
 /// Runs an agent as the request says. Returns the result, or the typed error
-/// together with the result as far as it got.
+/// together with the result as far as it got. The run's record under
+/// `.slipway/runs/` says it is running while it runs and holds the result after.
 pub async fn run(
     host: &HostRepo,
     request: RunRequest,
@@ -633,6 +702,32 @@ pub async fn run(
     events: EventSink,
 ) -> Result<RunResult, RunFailure> {
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
+    let slipway_dir = host.slipway_dir();
+    let mut record = RunRecord::starting(&run_id);
+    if worktree::ensure_slipway_dir(host).is_ok() {
+        let _ = record.save(&slipway_dir);
+    }
+    let outcome = run_recorded(host, request, run_id, cancel, events, &mut record).await;
+    record.state = RunState::Finished;
+    record.finished = Some(crate::util::now_secs());
+    record.result = Some(match &outcome {
+        Ok(result) => result.clone(),
+        Err(failure) => (*failure.result).clone(),
+    });
+    if let Err(e) = record.save(&slipway_dir) {
+        tracing::warn!("cannot write the run record: {e}");
+    }
+    outcome
+}
+
+async fn run_recorded(
+    host: &HostRepo,
+    request: RunRequest,
+    run_id: String,
+    cancel: CancellationToken,
+    events: EventSink,
+    record: &mut RunRecord,
+) -> Result<RunResult, RunFailure> {
     let logs_dir = host.slipway_dir().join("logs");
     let log_file = logs_dir.join(format!("{run_id}.log"));
     let file = worktree::ensure_slipway_dir(host)
@@ -646,6 +741,7 @@ pub async fn run(
         .ok();
     let mut ctx = Ctx {
         log: RunLog { file },
+        event_log: EventLog::open(&host.slipway_dir(), &run_id),
         events: &events,
         cancel: cancel.clone(),
         timeouts: request.timeouts,
@@ -711,6 +807,9 @@ pub async fn run(
     ctx.result.warnings.extend(notes);
     ctx.result.branch = place.branch.clone();
     ctx.result.worktree_path = place.cwd.clone();
+    record.branch = Some(place.branch.clone());
+    record.worktree_path = Some(place.cwd.clone());
+    let _ = record.save(&host.slipway_dir());
     let strategy = place.record.as_ref().map(|r| r.strategy);
     if let Some(mut record) = place.record.clone() {
         record.state = WorktreeState::Running;
@@ -902,7 +1001,7 @@ async fn drive(
         };
         for iteration in 1..=request.max_iterations {
             ctx.result.iterations = iteration;
-            (ctx.events)(&RunEvent::Iteration {
+            ctx.emit(RunEvent::Iteration {
                 iteration,
                 of: request.max_iterations,
             });

@@ -1,0 +1,54 @@
+//! Starting a run as a detached process so it outlives the editor: its own
+//! session, no terminal, output to files under `.slipway/runs/`, state in its
+//! run record.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+use crate::git::HostRepo;
+use crate::run::RunRequest;
+use crate::run::record::runs_dir;
+
+/// Starts `slipway run --request-file …` detached; returns once the process exists.
+pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<String> {
+    let run_id = request
+        .run_id
+        .clone()
+        .ok_or_else(|| std::io::Error::other("a detached run needs its id up front"))?;
+    let dir = runs_dir(&host.slipway_dir());
+    std::fs::create_dir_all(&dir)?;
+    let request_file = dir.join(format!("{run_id}.request.json"));
+    let bytes = serde_json::to_vec_pretty(request).map_err(std::io::Error::other)?;
+    crate::util::write_atomic(&request_file, &bytes)?;
+    let stdout = std::fs::File::create(dir.join(format!("{run_id}.out")))?;
+    let stderr = std::fs::File::create(dir.join(format!("{run_id}.err")))?;
+    let exe = std::env::current_exe()?;
+    let mut command = Command::new(exe);
+    command
+        .arg("--repo")
+        .arg(host.root())
+        .arg("--json")
+        .arg("run")
+        .arg("--request-file")
+        .arg(&request_file)
+        .current_dir(host.root())
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe; it gives the run its own session so
+    // the editor's terminal or process group going away does not take it down.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn()?;
+    // Reap it in the background so it never lingers as a zombie of the sidecar.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(run_id)
+}

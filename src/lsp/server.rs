@@ -1,0 +1,227 @@
+//! The `LanguageServer` implementation: lifecycle, workspace folders, and
+//! `workspace/executeCommand` dispatch. Handlers return quickly; git work runs
+//! on blocking threads and runs happen in detached processes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::{
+    DidChangeWorkspaceFoldersParams, ExecuteCommandOptions, ExecuteCommandParams, InitializeParams,
+    InitializeResult, InitializedParams, LSPAny, OneOf, ServerCapabilities, ServerInfo,
+    WorkDoneProgressCancelParams, WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
+};
+use tower_lsp_server::{Client, LanguageServer};
+
+use super::commands;
+use super::detach;
+use super::protocol::{self, CancelArgs, PROTOCOL_VERSION, RunArgs, StatusArgs, error, parse_args};
+use super::state::State;
+
+/// The slipway sidecar.
+pub struct SlipwayServer {
+    client: Client,
+    state: Arc<State>,
+}
+
+impl SlipwayServer {
+    /// A server talking to `client`.
+    pub fn new(client: Client) -> SlipwayServer {
+        SlipwayServer {
+            client,
+            state: State::new(),
+        }
+    }
+
+    /// `window/workDoneProgress/cancel`: the user pressed cancel on a run's progress.
+    pub async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        let Some(run_id) = State::run_of_token(&params.token) else {
+            return;
+        };
+        let _ = self.cancel(CancelArgs { run_id, root: None }).await;
+    }
+
+    async fn cancel(&self, args: CancelArgs) -> Result<Value> {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        if let Some(root) = &args.root {
+            roots.push(root.clone());
+        }
+        if let Some(root) = self.state.root_of_run(&args.run_id).await {
+            roots.push(root);
+        }
+        roots.extend(self.state.roots().await);
+        let run_id = args.run_id.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            for root in roots {
+                let Ok(host) = commands::open(&root) else {
+                    continue;
+                };
+                if let Ok(value) = commands::cancel(&host, &args) {
+                    return Ok(value);
+                }
+            }
+            Err(error(
+                "unknownRun",
+                format!(
+                    "no run '{}' in any repository this sidecar serves",
+                    args.run_id
+                ),
+                Value::Null,
+            ))
+        })
+        .await
+        .map_err(|e| error("internal", e.to_string(), Value::Null))?;
+        tracing::info!(run_id, "cancel requested");
+        self.state.poke();
+        answer
+    }
+
+    async fn start_run(&self, args: RunArgs, handoff: bool) -> Result<Value> {
+        let (run_id, common, root) = tokio::task::spawn_blocking(move || {
+            let host = commands::open(&args.root)?;
+            let request = commands::validate_run(&host, args, handoff)?;
+            let run_id = detach::spawn_run(&host, &request).map_err(|e| {
+                error(
+                    "io",
+                    format!("cannot start the run process: {e}"),
+                    Value::Null,
+                )
+            })?;
+            Ok::<_, tower_lsp_server::jsonrpc::Error>((
+                run_id,
+                host.common_dir().to_path_buf(),
+                host.root().to_path_buf(),
+            ))
+        })
+        .await
+        .map_err(|e| error("internal", e.to_string(), Value::Null))??;
+        self.state.register(common.clone(), root).await;
+        self.state.follow(&common, &run_id).await;
+        Ok(json!({ "runId": run_id }))
+    }
+}
+
+async fn blocking<F>(f: F) -> Result<Value>
+where
+    F: FnOnce() -> Result<Value> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        error(
+            "internal",
+            format!("the command panicked: {e}"),
+            Value::Null,
+        )
+    })?
+}
+
+impl LanguageServer for SlipwayServer {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let progress = params
+            .capabilities
+            .window
+            .as_ref()
+            .and_then(|w| w.work_done_progress)
+            .unwrap_or(false);
+        self.state.set_progress_supported(progress);
+        for folder in params.workspace_folders.unwrap_or_default() {
+            if let Some(path) = folder.uri.to_file_path() {
+                self.state.add_root(path.into_owned()).await;
+            }
+        }
+        #[allow(deprecated)]
+        if let Some(path) = params.root_uri.as_ref().and_then(|u| u.to_file_path()) {
+            self.state.add_root(path.into_owned()).await;
+        }
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: commands::command_names(),
+                    ..ExecuteCommandOptions::default()
+                }),
+                workspace: Some(WorkspaceServerCapabilities {
+                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                        supported: Some(true),
+                        change_notifications: Some(OneOf::Left(true)),
+                    }),
+                    file_operations: None,
+                }),
+                experimental: Some(json!({ "slipwayProtocol": PROTOCOL_VERSION })),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "slipway".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        tokio::spawn(self.state.clone().run_loop(self.client.clone()));
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.state.stop();
+        Ok(())
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        for folder in params.event.added {
+            if let Some(path) = folder.uri.to_file_path() {
+                self.state.add_root(path.into_owned()).await;
+            }
+        }
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let command = params.command.clone();
+        let args = params.arguments;
+        tracing::debug!(command, "executeCommand");
+        let answer = match command.as_str() {
+            "slipway.branches" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::branches(a)).await
+            }
+            "slipway.resolveSource" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::resolve_source(a)).await
+            }
+            "slipway.createWorktree" => {
+                let a = parse_args(&command, &args)?;
+                let answer = blocking(move || commands::create_worktree(a)).await;
+                self.state.poke();
+                answer
+            }
+            "slipway.list" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::list(a)).await
+            }
+            "slipway.close" => {
+                let a = parse_args(&command, &args)?;
+                let answer = blocking(move || commands::close(a)).await;
+                self.state.poke();
+                answer
+            }
+            "slipway.run" => self.start_run(parse_args(&command, &args)?, false).await,
+            "slipway.handoff" => self.start_run(parse_args(&command, &args)?, true).await,
+            "slipway.cancel" => self.cancel(parse_args(&command, &args)?).await,
+            "slipway.status" => {
+                let a: StatusArgs = parse_args(&command, &args)?;
+                Ok(self.state.status_for(&a.path).await)
+            }
+            other => Err(error(
+                "unknownCommand",
+                format!(
+                    "unknown command '{other}'; the server answers {}",
+                    protocol::COMMANDS.join(", ")
+                ),
+                Value::Null,
+            )),
+        };
+        if let Err(e) = &answer {
+            tracing::info!(command, error = %e.message, "command failed");
+        }
+        answer.map(Some)
+    }
+}

@@ -1,0 +1,216 @@
+//! Run records: `.slipway/runs/<run>.json` says whether a run is going on, in
+//! which process, and, once it ended, its full result. Progress events go to
+//! `.slipway/runs/<run>.events` as JSON lines. Any process (the CLI, a detached
+//! run, a sidecar started later) can read both, so a run outlives the editor
+//! that started it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{ErrorInfo, RunEvent, RunResult, RunStatus};
+use crate::util::{now_secs, write_atomic};
+use crate::worktree::pid_alive;
+
+/// Whether a run is going on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// Its process is working.
+    Running,
+    /// It ended; the record holds the result.
+    Finished,
+}
+
+/// What is known of one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// Run id.
+    pub run_id: String,
+    /// The process doing the run.
+    pub pid: u32,
+    /// Running or finished.
+    pub state: RunState,
+    /// Start time, seconds since the epoch.
+    pub started: u64,
+    /// End time.
+    pub finished: Option<u64>,
+    /// The branch the agent works on, once known.
+    pub branch: Option<String>,
+    /// Where the agent runs, once known.
+    pub worktree_path: Option<PathBuf>,
+    /// The result, once finished.
+    pub result: Option<RunResult>,
+    /// Whether an editor has been told that it finished.
+    #[serde(default)]
+    pub reported: bool,
+}
+
+/// The folder of run records.
+pub fn runs_dir(slipway_dir: &Path) -> PathBuf {
+    slipway_dir.join("runs")
+}
+
+fn record_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+    runs_dir(slipway_dir).join(format!("{run_id}.json"))
+}
+
+/// The events file of a run.
+pub fn events_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+    runs_dir(slipway_dir).join(format!("{run_id}.events"))
+}
+
+impl RunRecord {
+    /// A record for a run starting now in this process.
+    pub fn starting(run_id: &str) -> RunRecord {
+        RunRecord {
+            run_id: run_id.to_owned(),
+            pid: std::process::id(),
+            state: RunState::Running,
+            started: now_secs(),
+            finished: None,
+            branch: None,
+            worktree_path: None,
+            result: None,
+            reported: false,
+        }
+    }
+
+    /// Writes the record atomically.
+    pub fn save(&self, slipway_dir: &Path) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a run record always serialises");
+        bytes.push(b'\n');
+        write_atomic(&record_path(slipway_dir, &self.run_id), &bytes)
+    }
+
+    /// Loads one record.
+    pub fn load(slipway_dir: &Path, run_id: &str) -> Option<RunRecord> {
+        let bytes = std::fs::read(record_path(slipway_dir, run_id)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Loads every record, oldest first.
+    pub fn load_all(slipway_dir: &Path) -> Vec<RunRecord> {
+        let Ok(entries) = std::fs::read_dir(runs_dir(slipway_dir)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<RunRecord> = entries
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                n.ends_with(".json") && !n.starts_with('.') && !n.ends_with(".request.json")
+            })
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .collect();
+        out.sort_by(|a: &RunRecord, b| a.started.cmp(&b.started).then(a.run_id.cmp(&b.run_id)));
+        out
+    }
+
+    /// Marks a `running` record whose process is gone as finished and failed,
+    /// so nobody waits for it forever. Returns whether it changed.
+    pub fn settle_if_dead(&mut self, slipway_dir: &Path) -> bool {
+        if self.state != RunState::Running || pid_alive(self.pid) {
+            return false;
+        }
+        // The process may have written its result just before exiting.
+        if let Some(fresh) = RunRecord::load(slipway_dir, &self.run_id)
+            && fresh.state == RunState::Finished
+        {
+            *self = fresh;
+            return true;
+        }
+        self.state = RunState::Finished;
+        self.finished = Some(now_secs());
+        let message = format!(
+            "the run's process ({}) ended without writing a result; see its log",
+            self.pid
+        );
+        self.result = Some(RunResult {
+            run_id: self.run_id.clone(),
+            status: RunStatus::Failed,
+            iterations: 0,
+            commits: Vec::new(),
+            branch: self.branch.clone().unwrap_or_default(),
+            worktree_path: self.worktree_path.clone().unwrap_or_default(),
+            completion_signal: None,
+            session_id: None,
+            usage: None,
+            log_file: slipway_dir
+                .join("logs")
+                .join(format!("{}.log", self.run_id)),
+            preserved_worktree_path: self.worktree_path.clone(),
+            kept_branch: None,
+            merge: None,
+            refs_restored: Vec::new(),
+            warnings: Vec::new(),
+            error: Some(ErrorInfo {
+                kind: "runDied".into(),
+                message,
+            }),
+        });
+        let _ = self.save(slipway_dir);
+        true
+    }
+}
+
+/// Appends progress events as JSON lines.
+pub struct EventLog {
+    file: Option<std::fs::File>,
+}
+
+impl EventLog {
+    /// Opens (creates) the events file of a run.
+    pub fn open(slipway_dir: &Path, run_id: &str) -> EventLog {
+        let path = events_path(slipway_dir, run_id);
+        let file = std::fs::create_dir_all(runs_dir(slipway_dir))
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+            })
+            .ok();
+        EventLog { file }
+    }
+
+    /// Appends one event.
+    pub fn append(&mut self, event: &RunEvent) {
+        if let Some(f) = &mut self.file
+            && let Ok(mut line) = serde_json::to_vec(event)
+        {
+            line.push(b'\n');
+            let _ = f.write_all(&line);
+        }
+    }
+}
+
+/// Reads the events appended since byte `offset`; returns them and the new offset.
+pub fn read_events(slipway_dir: &Path, run_id: &str, offset: u64) -> (Vec<RunEvent>, u64) {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(events_path(slipway_dir, run_id)) else {
+        return (Vec::new(), offset);
+    };
+    if f.seek(SeekFrom::Start(offset)).is_err() {
+        return (Vec::new(), offset);
+    }
+    let mut buf = Vec::new();
+    if f.read_to_end(&mut buf).is_err() {
+        return (Vec::new(), offset);
+    }
+    // Only whole lines: a line being written now is read next time.
+    let end = buf
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map(|p| p + 1)
+        .unwrap_or(0);
+    let events = buf[..end]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect();
+    (events, offset + end as u64)
+}
