@@ -46,66 +46,113 @@ pub enum CopyError {
     },
 }
 
-/// Remembers whether the filesystem refused copy-on-write, so it is tried once.
-struct Copier {
-    reflink_works: bool,
-    files: usize,
+/// One file or symlink to copy.
+struct Job {
+    from: PathBuf,
+    to: PathBuf,
+    symlink: bool,
 }
 
-impl Copier {
-    fn copy_file(&mut self, from: &Path, to: &Path) -> std::io::Result<()> {
-        if to.symlink_metadata().is_ok() {
-            std::fs::remove_file(to)?;
-        }
-        if self.reflink_works {
-            match reflink_copy::reflink(from, to) {
-                Ok(()) => {
-                    self.files += 1;
-                    let perms = std::fs::metadata(from)?.permissions();
-                    return std::fs::set_permissions(to, perms);
-                }
-                Err(_) => {
-                    self.reflink_works = false;
-                    let _ = std::fs::remove_file(to);
-                }
-            }
-        }
-        std::fs::copy(from, to)?;
-        self.files += 1;
-        Ok(())
-    }
-
-    /// Copies `from` to `to`: a file, a symlink as a symlink, or a directory merged into `to`.
-    fn copy_entry(&mut self, from: &Path, to: &Path) -> Result<(), CopyError> {
-        let io = |source| CopyError::Io {
+/// Walks `from`, creating directories under `to` (merging into existing ones)
+/// and collecting the files and symlinks to copy.
+fn plan(from: &Path, to: &Path, jobs: &mut Vec<Job>) -> Result<(), CopyError> {
+    let io = |source| CopyError::Io {
+        from: from.to_path_buf(),
+        to: to.to_path_buf(),
+        source,
+    };
+    let meta = from.symlink_metadata().map_err(io)?;
+    if meta.file_type().is_symlink() {
+        jobs.push(Job {
             from: from.to_path_buf(),
             to: to.to_path_buf(),
-            source,
-        };
-        let meta = from.symlink_metadata().map_err(io)?;
+            symlink: true,
+        });
+    } else if meta.is_dir() {
+        if !to.is_dir() {
+            std::fs::create_dir_all(to).map_err(io)?;
+        }
+        for entry in std::fs::read_dir(from).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            plan(&entry.path(), &to.join(entry.file_name()), jobs)?;
+        }
+    } else if meta.is_file() {
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
-        if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(from).map_err(io)?;
-            if to.symlink_metadata().is_ok() {
-                std::fs::remove_file(to).map_err(io)?;
-            }
-            std::os::unix::fs::symlink(target, to).map_err(io)?;
-            self.files += 1;
-        } else if meta.is_dir() {
-            if !to.is_dir() {
-                std::fs::create_dir(to).map_err(io)?;
-            }
-            for entry in std::fs::read_dir(from).map_err(io)? {
-                let entry = entry.map_err(io)?;
-                self.copy_entry(&entry.path(), &to.join(entry.file_name()))?;
-            }
-        } else if meta.is_file() {
-            self.copy_file(from, to).map_err(io)?;
-        }
-        Ok(())
+        jobs.push(Job {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            symlink: false,
+        });
     }
+    Ok(())
+}
+
+/// Copies one file: copy-on-write while the filesystem allows it (remembered
+/// in `reflink_works`), else an ordinary copy. Never a hard link.
+fn copy_one(job: &Job, reflink_works: &mut bool) -> std::io::Result<()> {
+    if job.to.symlink_metadata().is_ok() {
+        std::fs::remove_file(&job.to)?;
+    }
+    if job.symlink {
+        let target = std::fs::read_link(&job.from)?;
+        return std::os::unix::fs::symlink(target, &job.to);
+    }
+    if *reflink_works {
+        match reflink_copy::reflink(&job.from, &job.to) {
+            Ok(()) => {
+                let perms = std::fs::metadata(&job.from)?.permissions();
+                return std::fs::set_permissions(&job.to, perms);
+            }
+            Err(_) => {
+                *reflink_works = false;
+                let _ = std::fs::remove_file(&job.to);
+            }
+        }
+    }
+    std::fs::copy(&job.from, &job.to).map(|_| ())
+}
+
+/// Copies every job; many small files are bound by filesystem latency, not
+/// CPU, so a few threads copy at once.
+fn run_jobs(jobs: Vec<Job>) -> Result<usize, CopyError> {
+    let count = jobs.len();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get() * 2)
+        .unwrap_or(4)
+        .clamp(1, 8)
+        .min(count.div_ceil(256).max(1));
+    let chunk = count.div_ceil(threads).max(1);
+    let results: Vec<Result<(), CopyError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut reflink_works = true;
+                    for job in part {
+                        copy_one(job, &mut reflink_works).map_err(|source| CopyError::Io {
+                            from: job.from.clone(),
+                            to: job.to.clone(),
+                            source,
+                        })?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CopyError::Include("a copy thread panicked".into())))
+            })
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok(count)
 }
 
 fn has_glob_chars(pattern: &str) -> bool {
@@ -260,14 +307,11 @@ pub fn copy_into_worktree(
             tops.push(path);
         }
     }
-    let mut copier = Copier {
-        reflink_works: true,
-        files: 0,
-    };
+    let mut jobs = Vec::new();
     for rel in &tops {
-        copier.copy_entry(&host_root.join(rel), &worktree.join(rel))?;
+        plan(&host_root.join(rel), &worktree.join(rel), &mut jobs)?;
         report.copied.push(rel.to_string_lossy().into_owned());
     }
-    report.files = copier.files;
+    report.files = run_jobs(jobs)?;
     Ok(report)
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Sidecar benchmarks, against the git CLI in the same run.
+
+    python3 benches/lsp_bench.py [BRANCHES] [ROUNDS]
+
+- cold start: spawn `slipway lsp` until the `initialize` reply, against spawning
+  `git rev-parse --git-dir` in the same repository;
+- `slipway.branches` round-trip on BRANCHES branches (default 5000) in a warm
+  sidecar, against `git for-each-ref` with the same fields;
+- idle RSS of the sidecar one second after `initialized`.
+Prints a Markdown table of medians.
+"""
+import json, os, subprocess, sys, tempfile, time, statistics
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BRANCHES = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", os.path.join(ROOT, "Cargo.toml")], check=True)
+SLIPWAY = os.path.join(ROOT, "target", "release", "slipway")
+
+work = tempfile.mkdtemp(prefix="slipway-lsp-bench-")
+env = dict(os.environ, HOME=work, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.path.join(work, "gitconfig"), SLIPWAY_LOG="warn")
+with open(env["GIT_CONFIG_GLOBAL"], "w") as f:
+    f.write("[user]\n\tname = bench\n\temail = bench@slipway.invalid\n[init]\n\tdefaultBranch = main\n")
+repo = os.path.join(work, "repo")
+subprocess.run(["git", "init", "-q", repo], check=True, env=env)
+stream = []
+for i in range(1, BRANCHES + 1):
+    stream.append(f"commit refs/heads/main\nmark :{i}\ncommitter bench <b@x> {1700000000 + i} +0000\ndata <<EOM\ncommit {i}\nEOM\nM 644 inline f.txt\ndata <<EOM\n{i}\nEOM\n\n")
+for i in range(1, BRANCHES + 1):
+    stream.append(f"reset refs/heads/b{i:05d}\nfrom :{i}\n\n")
+subprocess.run(["git", "fast-import", "--quiet"], input="".join(stream).encode(), cwd=repo, check=True, env=env)
+subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True, env=env)
+subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True, env=env)
+
+
+class Sidecar:
+    def __init__(self):
+        self.p = subprocess.Popen([SLIPWAY, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=repo)
+        self.next_id = 0
+
+    def send(self, obj):
+        body = json.dumps(obj).encode()
+        self.p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.p.stdin.flush()
+
+    def read(self):
+        length = 0
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise RuntimeError("sidecar closed stdout")
+            if line in (b"\r\n", b"\n"):
+                break
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        return json.loads(self.p.stdout.read(length))
+
+    def request(self, method, params):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            msg = self.read()
+            if msg.get("id") == self.next_id and "method" not in msg:
+                return msg
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.send({"jsonrpc": "2.0", "method": "exit"})
+            self.p.wait(timeout=5)
+        except Exception:
+            self.p.kill()
+
+
+INIT = {"processId": None, "rootUri": None, "capabilities": {}, "workspaceFolders": [{"uri": "file://" + repo, "name": "repo"}]}
+
+cold, git_spawn = [], []
+for _ in range(ROUNDS):
+    t0 = time.perf_counter()
+    s = Sidecar()
+    s.request("initialize", INIT)
+    t1 = time.perf_counter()
+    s.close()
+    t2 = time.perf_counter()
+    subprocess.run(["git", "rev-parse", "--git-dir"], cwd=repo, env=env, stdout=subprocess.DEVNULL, check=True)
+    t3 = time.perf_counter()
+    cold.append(t1 - t0)
+    git_spawn.append(t3 - t2)
+
+s = Sidecar()
+s.request("initialize", INIT)
+s.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+time.sleep(1.0)
+with open(f"/proc/{s.p.pid}/status") as f:
+    rss_kb = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+branches, git_ref = [], []
+fmt = "%(refname) %(objectname) %(subject) %(committerdate:unix) %(HEAD) %(upstream:short)"
+for _ in range(ROUNDS):
+    t0 = time.perf_counter()
+    answer = s.request("workspace/executeCommand", {"command": "slipway.branches", "arguments": [{"root": repo}]})
+    t1 = time.perf_counter()
+    subprocess.run(["git", "for-each-ref", "--format=" + fmt, "refs/heads", "refs/remotes"], cwd=repo, env=env, stdout=subprocess.DEVNULL, check=True)
+    t2 = time.perf_counter()
+    branches.append(t1 - t0)
+    git_ref.append(t2 - t1)
+listed = len(answer["result"]["branches"])
+s.close()
+
+ms = lambda xs: statistics.median(xs) * 1000
+print()
+print(f"fixture: {BRANCHES} branches ({listed} listed); median of {ROUNDS} rounds")
+print()
+print("| benchmark | slipway | git CLI | ratio (slipway / git) |")
+print("| --- | --- | --- | --- |")
+print(f"| cold start to `initialize` reply vs spawning `git rev-parse --git-dir` | {ms(cold):.1f} ms | {ms(git_spawn):.1f} ms | {ms(cold) / ms(git_spawn):.2f} |")
+print(f"| `slipway.branches` round-trip (warm sidecar) vs `git for-each-ref` | {ms(branches):.1f} ms | {ms(git_ref):.1f} ms | {ms(branches) / ms(git_ref):.2f} |")
+print(f"| idle RSS after `initialized` | {rss_kb / 1024:.1f} MB | | |")
