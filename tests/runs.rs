@@ -362,3 +362,53 @@ fn bad_run_arguments_are_clear_errors() {
         "nothing was created"
     );
 }
+
+#[test]
+fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = env.script(
+        "slow-lines",
+        "for i in 1 2 3 4 5; do echo \"line $i\"; sleep 0.2; done\n",
+    );
+    let run = env
+        .slipway_cmd(&repo)
+        .args([
+            "--json",
+            "run",
+            "--run-id",
+            "run-follow-1",
+            "--branch",
+            "f",
+            "--",
+            agent_arg(&agent),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    // Wait for the run to exist, then follow it to the end.
+    let record = repo.join(".slipway/runs/run-follow-1.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !record.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let followed = env.slipway(&repo, &["logs", "run-follow-1", "--follow"]);
+    assert!(followed.status.success());
+    let text = String::from_utf8_lossy(&followed.stdout);
+    for i in 1..=5 {
+        assert!(
+            text.contains(&format!("line {i}")),
+            "missing line {i} in:\n{text}"
+        );
+    }
+    let mut run = run;
+    assert!(run.wait().expect("wait").success());
+    let runs = env.slipway_json(&repo, &["runs"]);
+    let entry = &runs["runs"][0];
+    assert_eq!(entry["runId"], "run-follow-1");
+    assert_eq!(entry["state"], "finished");
+    assert_eq!(entry["result"]["status"], "completed");
+    let (_, err) = env.slipway_fail(&repo, &["logs", "no-such-run"]);
+    assert_eq!(err["kind"], "unknownRun");
+}

@@ -33,6 +33,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Serve the editor sidecar protocol (JSON-RPC, LSP framing) on stdin/stdout.
     Lsp(LspArgs),
+    /// Print a run's log; with --follow, keep printing until the run ends.
+    Logs(LogsArgs),
+    /// List runs: running ones, and finished ones with their status.
+    Runs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -198,4 +202,13 @@ pub struct LspArgs {
     /// Write logs here instead of stderr (level from SLIPWAY_LOG, default info).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The run id (see `slipway runs`); default: the newest run.
+    pub run: Option<String>,
+    /// Keep printing new lines until the run ends.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
 }

@@ -4,6 +4,7 @@
 mod args;
 mod demo;
 mod error;
+mod logs;
 mod render;
 
 use std::collections::BTreeMap;
@@ -171,6 +172,24 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run_demo(args.dir, cli.json),
+        Command::Logs(args) => {
+            let host = open(&cli.repo)?;
+            logs::print_log(&host, args.run.as_deref(), args.follow)
+        }
+        Command::Runs => {
+            let host = open(&cli.repo)?;
+            let dir = host.slipway_dir();
+            let mut records = slipway::run::record::RunRecord::load_all(&dir);
+            for r in &mut records {
+                r.settle_if_dead(&dir);
+            }
+            if cli.json {
+                print_json(&serde_json::json!({ "runs": records }));
+            } else {
+                print!("{}", render::runs(&records));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -212,3 +212,30 @@ pub fn run_result(r: &RunResult) -> String {
     let _ = writeln!(out, "  log: {}", r.log_file.display());
     out
 }
+
+pub fn runs(records: &[slipway::run::record::RunRecord]) -> String {
+    use slipway::run::record::RunState;
+    if records.is_empty() {
+        return "No runs.\n".to_owned();
+    }
+    let mut out = String::new();
+    for r in records {
+        let status = match (&r.state, &r.result) {
+            (RunState::Running, _) => format!("running (pid {})", r.pid),
+            (RunState::Finished, Some(result)) => format!("{:?}", result.status).to_lowercase(),
+            (RunState::Finished, None) => "finished".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{}  {}  {}  {}",
+            r.run_id,
+            status,
+            r.branch.as_deref().unwrap_or("-"),
+            r.worktree_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+    }
+    out
+}
