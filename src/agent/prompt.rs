@@ -44,7 +44,7 @@ pub enum PromptError {
         source: std::io::Error,
     },
     /// The template uses arguments that were not given.
-    #[error("the prompt template needs {}; pass {}", missing.join(", "), missing.iter().map(|m| format!("--arg {m}=VALUE")).collect::<Vec<_>>().join(" "))]
+    #[error("the prompt template needs {}; give each as a prompt argument ({})", missing.join(", "), missing.iter().map(|m| format!("--arg {m}=VALUE")).collect::<Vec<_>>().join(" "))]
     MissingArgs { missing: Vec<String> },
     /// An argument tries to replace a built-in.
     #[error("{name} is built in and cannot be set with --arg; drop --arg {name}=…")]

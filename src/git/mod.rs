@@ -62,6 +62,12 @@ impl HostRepo {
             git2::opts::strict_hash_verification(false);
             git2::opts::enable_caching(false);
         });
+        // A file stands for the folder it is in.
+        let path = if path.is_file() {
+            path.parent().unwrap_or(path)
+        } else {
+            path
+        };
         if !path.is_dir() {
             return Err(OpenError::NoSuchPath {
                 path: path.to_path_buf(),

@@ -29,6 +29,9 @@ pub fn validate_branch_name(name: &str) -> Result<(), InvalidBranchName> {
     if name == "HEAD" || name == "@" || name.starts_with("refs/") {
         return fail("it names a ref, not a branch");
     }
+    if name.split('/').any(|part| part.len() > 200) || name.len() > 1000 {
+        return fail("it is too long (at most 200 bytes between slashes, 1000 in all)");
+    }
     if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return fail("it contains whitespace or a control character");
     }

@@ -209,9 +209,14 @@ pub fn validate_run(
         (Some("branch"), None) => {
             return Err(invalid("the branch strategy needs a branch name".into()));
         }
+        (Some(known @ ("head" | "merge-to-head")), Some(_)) => {
+            return Err(invalid(format!(
+                "a branch name only goes with the branch strategy, not {known}; drop `branch` or use strategy branch"
+            )));
+        }
         (Some(other), _) => {
             return Err(invalid(format!(
-                "unknown strategy '{other}' (or a branch given with it); use head, merge-to-head or branch"
+                "unknown strategy '{other}'; use head, merge-to-head or branch"
             )));
         }
     };
@@ -222,6 +227,29 @@ pub fn validate_run(
             "worktreeNotFound",
             format!("no slipway worktree matches '{selector}'"),
             Value::Null,
+        ));
+    }
+    // A branch another create or run holds fails now, not later in runFinished.
+    let locked_branch = match (&args.worktree, &strategy) {
+        (Some(selector), _) => worktree::find(host, selector).map(|r| r.branch),
+        (None, RunStrategy::Branch { name, .. }) => Some(name.clone()),
+        (None, RunStrategy::Head) => host.current_branch(),
+        (None, RunStrategy::MergeToHead) => None,
+    };
+    if let Some(branch) = locked_branch
+        && let Err(e) = worktree::lock_branch(host, &branch)
+    {
+        let (kind, holder) = match &e {
+            worktree::lock::LockError::InUse { holder, .. } => (
+                "branchInUse",
+                serde_json::to_value(holder).unwrap_or(Value::Null),
+            ),
+            worktree::lock::LockError::Io { .. } => ("io", Value::Null),
+        };
+        return Err(error(
+            kind,
+            e.to_string(),
+            json!({ "branch": branch, "holder": holder }),
         ));
     }
     let source = args.source.clone().unwrap_or(SourcePolicy::HostHead);

@@ -4,6 +4,7 @@
 
 mod commands;
 mod detach;
+mod framing;
 pub mod protocol;
 mod server;
 mod state;
@@ -28,8 +29,11 @@ pub fn serve_stdio(log_file: Option<&Path>) -> std::io::Result<()> {
                 "window/workDoneProgress/cancel",
                 SlipwayServer::progress_cancel,
             )
+            .custom_method(framing::PARSE_ERROR_METHOD, SlipwayServer::parse_error)
             .finish();
-        Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+        let (frames_in, frames_out) = tokio::io::duplex(1 << 20);
+        tokio::spawn(framing::filter(tokio::io::stdin(), frames_in));
+        Server::new(frames_out, tokio::io::stdout(), socket)
             .concurrency_level(32)
             .serve(service)
             .await;

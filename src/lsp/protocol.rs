@@ -11,9 +11,9 @@ use tower_lsp_server::ls_types::notification::Notification;
 
 use crate::agent::AgentSpec;
 use crate::git::policy::SourcePolicy;
-use crate::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec};
+use crate::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usage};
 
-/// The protocol version `initialize` reports in `serverInfo.version` and `experimental`.
+/// The protocol version `initialize` reports as `capabilities.experimental.slipwayProtocol`.
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
@@ -168,6 +168,14 @@ pub struct RunFinishedParams {
     pub log_file: PathBuf,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
+    /// Iterations started.
+    pub iterations: u32,
+    /// The completion signal that matched.
+    pub completion_signal: Option<String>,
+    /// The agent's session id.
+    pub session_id: Option<String>,
+    /// Token usage the agent reported.
+    pub usage: Option<Usage>,
 }
 
 /// The `slipway/runFinished` notification.

@@ -42,6 +42,19 @@ impl SlipwayServer {
         let _ = self.cancel(CancelArgs { run_id, root: None }).await;
     }
 
+    /// Answers a malformed frame (see `framing`) with a JSON-RPC parse error.
+    pub async fn parse_error(&self, params: Value) -> Result<Value> {
+        let detail = params["detail"]
+            .as_str()
+            .unwrap_or("malformed frame")
+            .to_owned();
+        Err(tower_lsp_server::jsonrpc::Error {
+            code: tower_lsp_server::jsonrpc::ErrorCode::ParseError,
+            message: format!("parse error: {detail}; the frame was skipped").into(),
+            data: Some(json!({ "kind": "parseError" })),
+        })
+    }
+
     async fn cancel(&self, args: CancelArgs) -> Result<Value> {
         let mut roots: Vec<PathBuf> = Vec::new();
         if let Some(root) = &args.root {
@@ -178,6 +191,14 @@ impl LanguageServer for SlipwayServer {
         let command = params.command.clone();
         let args = params.arguments;
         tracing::debug!(command, "executeCommand");
+        // Any repository a command names is watched from now on (status, diagnostics).
+        if let Some(root) = args
+            .first()
+            .and_then(|a| a.get("root"))
+            .and_then(Value::as_str)
+        {
+            self.state.add_root(PathBuf::from(root)).await;
+        }
         let answer = match command.as_str() {
             "slipway.branches" => {
                 let a = parse_args(&command, &args)?;

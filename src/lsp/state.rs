@@ -56,7 +56,18 @@ pub struct Snapshot {
 
 struct Follow {
     offset: u64,
-    token: Option<NumberOrString>,
+    progress: ProgressState,
+}
+
+/// Where a followed run's `$/progress` stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProgressState {
+    /// Not asked for (client without work-done progress, or not yet).
+    None,
+    /// `window/workDoneProgress/create` was sent.
+    Requested,
+    /// The client accepted the token; begin was sent.
+    Active,
 }
 
 struct Repo {
@@ -86,7 +97,7 @@ struct Refresh {
 }
 
 fn token_for(run_id: &str) -> NumberOrString {
-    NumberOrString::String(format!("slipway-run-{run_id}"))
+    NumberOrString::String(format!("slipway-{run_id}"))
 }
 
 impl State {
@@ -130,7 +141,7 @@ impl State {
         if let Some(repo) = repos.get_mut(common_dir) {
             repo.follows.entry(run_id.to_owned()).or_insert(Follow {
                 offset: 0,
-                token: None,
+                progress: ProgressState::None,
             });
         }
         drop(repos);
@@ -162,7 +173,7 @@ impl State {
     /// The run id a progress token belongs to.
     pub fn run_of_token(token: &NumberOrString) -> Option<String> {
         match token {
-            NumberOrString::String(s) => s.strip_prefix("slipway-run-").map(str::to_owned),
+            NumberOrString::String(s) => s.strip_prefix("slipway-").map(str::to_owned),
             NumberOrString::Number(_) => None,
         }
     }
@@ -300,7 +311,7 @@ impl State {
                         run_id.clone(),
                         Follow {
                             offset: 0,
-                            token: None,
+                            progress: ProgressState::None,
                         },
                     );
                 }
@@ -308,21 +319,22 @@ impl State {
             for (run_id, events, offset) in refresh.events {
                 if let Some(f) = repo.follows.get_mut(&run_id) {
                     f.offset = offset;
-                    if progress && f.token.is_none() {
-                        f.token = Some(token_for(&run_id));
+                    if progress && f.progress == ProgressState::None {
+                        f.progress = ProgressState::Requested;
                         to_begin.push(run_id.clone());
                     }
                     if !events.is_empty() {
-                        reports.push((run_id, events));
+                        let active = f.progress == ProgressState::Active;
+                        reports.push((run_id, events, active));
                     }
                 }
             }
             for run_id in &refresh.running {
                 if let Some(f) = repo.follows.get_mut(run_id)
                     && progress
-                    && f.token.is_none()
+                    && f.progress == ProgressState::None
                 {
-                    f.token = Some(token_for(run_id));
+                    f.progress = ProgressState::Requested;
                     to_begin.push(run_id.clone());
                 }
             }
@@ -330,14 +342,14 @@ impl State {
                 let had_token = repo
                     .follows
                     .remove(&record.run_id)
-                    .and_then(|f| f.token)
-                    .is_some();
+                    .is_some_and(|f| f.progress == ProgressState::Active);
                 to_finish.push((record, had_token, repo.root.clone()));
             }
             repo.snapshot = Some(refresh.snapshot);
         }
         to_begin.sort();
         to_begin.dedup();
+        let mut begun_now = HashSet::new();
         for run_id in to_begin {
             let token = token_for(&run_id);
             let created = tokio::time::timeout(
@@ -350,6 +362,8 @@ impl State {
             if !matches!(created, Ok(Ok(()))) {
                 continue;
             }
+            self.set_progress(&run_id, ProgressState::Active).await;
+            begun_now.insert(run_id.clone());
             send_progress(
                 client,
                 &token,
@@ -362,7 +376,12 @@ impl State {
             )
             .await;
         }
-        for (run_id, events) in reports {
+        for (run_id, events, active) in reports {
+            // The follow of a run that finished in this refresh is already gone,
+            // so whether to report was decided when the events were collected.
+            if !(active || begun_now.contains(&run_id)) {
+                continue;
+            }
             let token = token_for(&run_id);
             for event in events {
                 let (message, percentage) = match event {
@@ -391,12 +410,14 @@ impl State {
             let Some(result) = record.result.clone() else {
                 continue;
             };
-            if had_token {
+            if had_token || begun_now.contains(&record.run_id) {
                 send_progress(
                     client,
                     &token_for(&record.run_id),
                     WorkDoneProgress::End(WorkDoneProgressEnd {
-                        message: Some(format!("{:?}", result.status).to_lowercase()),
+                        message: serde_json::to_value(result.status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned)),
                     }),
                 )
                 .await;
@@ -413,10 +434,23 @@ impl State {
                     kept_branch: result.kept_branch,
                     log_file: result.log_file,
                     error: result.error,
+                    iterations: result.iterations,
+                    completion_signal: result.completion_signal,
+                    session_id: result.session_id,
+                    usage: result.usage,
                 })
                 .await;
             let run_id = record.run_id.clone();
             let _ = tokio::task::spawn_blocking(move || mark_reported(&root, &run_id)).await;
+        }
+    }
+
+    async fn set_progress(&self, run_id: &str, state: ProgressState) {
+        let mut repos = self.repos.lock().await;
+        for repo in repos.values_mut() {
+            if let Some(f) = repo.follows.get_mut(run_id) {
+                f.progress = state;
+            }
         }
     }
 

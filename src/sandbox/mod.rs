@@ -2,6 +2,7 @@
 //! their output as lines, reports the exit code and kills the whole process
 //! tree on demand.
 
+pub mod docker;
 pub mod host;
 
 use std::future::Future;

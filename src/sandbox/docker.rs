@@ -1,0 +1,982 @@
+//! The `docker` sandbox: one long-lived container per run, reached through the
+//! Docker Engine API (`bollard`), with the worktree and the repository's git
+//! dir bind-mounted at their own absolute host paths.
+//!
+//! How it holds the rules of DESIGN §2:
+//! - The container runs an init as PID 1 (the engine's `docker-init` via
+//!   `init: true`) over a shell keep-alive loop; every agent process is an exec
+//!   into it. Teardown is one forced remove (SIGKILL, no grace period).
+//! - Each exec goes through a tiny `sh` wrapper that records its pid in a tmpfs
+//!   private to the container and then `exec`s the program: the runtime makes
+//!   every exec a session leader, so that pid is also the process group of the
+//!   whole tree, and the exec's [`Killer`] is another exec that signals the
+//!   group. The wrapper adds no process of its own and puts nothing but argv on
+//!   a command line; environment travels in the exec's `Env`.
+//! - Containers carry the labels `slipway.managed=true` and `slipway.run=<id>`
+//!   (and `slipway.scope` when given) so [`reap_orphans`] can find leftovers.
+//! - [`protected_mounts`] builds the binds of safety rule 2.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::errors::Error as EngineError;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount as EngineMount, MountType};
+use bollard::query_parameters::{
+    CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
+};
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{BoxFuture, ExecSpec, Execution, Killer, OutputEvent, Sandbox, SandboxError};
+
+/// Label every slipway container carries.
+pub const LABEL_MANAGED: &str = "slipway.managed";
+/// Label holding the run id.
+pub const LABEL_RUN: &str = "slipway.run";
+/// Label holding the optional scope (e.g. the repository's common git dir).
+pub const LABEL_SCOPE: &str = "slipway.scope";
+
+/// A tmpfs inside the container for the pid files of execs. Private to the
+/// container, writable by any uid (mode 1777), gone with the container.
+const STATE_DIR: &str = "/run/slipway";
+
+/// Runs as `sh -c EXEC_WRAPPER slipway-exec PIDFILE PROGRAM ARGS...`.
+/// Records its pid (the process group of the tree it starts), refuses to start
+/// the program when a kill already arrived, then becomes the program. When the
+/// runtime did not make the exec a group leader (runc and crun do), `setsid`
+/// makes it one so the tree can still be killed as a group.
+const EXEC_WRAPPER: &str = r#"f=$1; shift
+g=
+{ read -r _ _ _ _ g _ < /proc/$$/stat; } 2>/dev/null
+if [ "$g" != "$$" ] && command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi
+echo $$ > "$f" || { echo "slipway: cannot write $f" >&2; exit 125; }
+if [ -e "$f.kill" ]; then exit 137; fi
+exec "$@""#;
+
+/// Runs as `sh -c KILL_SCRIPT slipway-kill PIDFILE`. Leaves a marker first, so
+/// a wrapper that has not written its pid yet will not start its program; then
+/// signals the recorded group (or the lone pid when it is not a group) and
+/// empties the pid file, so a later kill cannot hit a reused group number.
+/// Only `sh` builtins: the image needs nothing else. Empty files cost the
+/// tmpfs no pages, so thousands of execs fit in it.
+const KILL_SCRIPT: &str = r#"f=$1
+true 2>/dev/null > "$f.kill"
+g=
+{ read -r g < "$f"; } 2>/dev/null
+case $g in ''|*[!0-9]*) exit 0;; esac
+[ "$g" -gt 1 ] || exit 0
+kill -s KILL -- "-$g" 2>/dev/null || kill -s KILL -- "$g" 2>/dev/null
+true 2>/dev/null > "$f"
+exit 0"#;
+
+/// Keeps the container alive under the init without depending on `sleep
+/// infinity` (busybox and old coreutils lack it).
+const KEEPALIVE: &str = "while :; do sleep 3600; done";
+
+/// How long a kill may take before the killer gives up waiting for the engine.
+const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One bind mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Path on the engine's host.
+    pub host_path: PathBuf,
+    /// Path inside the container.
+    pub container_path: PathBuf,
+    /// Mounted read-only.
+    pub readonly: bool,
+}
+
+impl Mount {
+    /// A mount at the same absolute path inside as outside.
+    pub fn same_path(path: impl Into<PathBuf>, readonly: bool) -> Mount {
+        let path = path.into();
+        Mount {
+            host_path: path.clone(),
+            container_path: path,
+            readonly,
+        }
+    }
+}
+
+/// How to create the container of a run.
+#[derive(Debug, Clone)]
+pub struct DockerConfig {
+    /// Image to run; it must already be on the engine (nothing is pulled).
+    pub image: String,
+    /// Bind mounts; deeper container paths are layered over shallower ones.
+    pub mounts: Vec<Mount>,
+    /// Environment of the container (and so of every exec); never on a command line.
+    pub env: Vec<(String, String)>,
+    /// Working directory of the container's own process; execs use their `cwd`.
+    pub workdir: Option<PathBuf>,
+    /// Network mode (`none`, `bridge`, `host`, a network name); `None` is the engine's default.
+    pub network: Option<String>,
+    /// The run id, stored in the `slipway.run` label.
+    pub run_id: String,
+    /// Optional scope label (e.g. the repository's common git dir), so one
+    /// repository's reaper never touches another repository's containers.
+    pub scope: Option<String>,
+    /// `uid:gid` (or any user spec the engine accepts) the container and every exec run as.
+    pub user: String,
+    /// Run the engine's init (`docker-init`) as PID 1. When the engine has none,
+    /// the start is retried once without it (the keep-alive shell is PID 1 then).
+    pub init: bool,
+    /// Creating, starting and probing the container must finish within this.
+    pub start_timeout: Duration,
+}
+
+impl DockerConfig {
+    /// A config with the defaults: no mounts or env, the engine's network, the
+    /// host user's uid:gid, an init, and a 60 s start timeout.
+    pub fn new(image: impl Into<String>, run_id: impl Into<String>) -> DockerConfig {
+        DockerConfig {
+            image: image.into(),
+            mounts: Vec::new(),
+            env: Vec::new(),
+            workdir: None,
+            network: None,
+            run_id: run_id.into(),
+            scope: None,
+            user: host_user(),
+            init: true,
+            start_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The current process's `uid:gid`, the user a sandbox runs as by default so
+/// that files it creates in bind mounts belong to the host user.
+pub fn host_user() -> String {
+    // SAFETY: getuid and getgid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    format!("{uid}:{gid}")
+}
+
+/// Connects to the engine named by `DOCKER_HOST` (unix or tcp; Podman's socket
+/// works the same), or the local default socket, and agrees on an API version.
+pub async fn connect() -> Result<Docker, SandboxError> {
+    let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "the local socket".into());
+    let unreachable = |e: EngineError| {
+        SandboxError::Other(format!(
+            "cannot reach the Docker engine at {host}: {e} (is the daemon running? DOCKER_HOST selects another engine)"
+        ))
+    };
+    let docker = Docker::connect_with_defaults().map_err(&unreachable)?;
+    match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
+        Ok(Ok(docker)) => Ok(docker),
+        Ok(Err(e)) => Err(unreachable(e)),
+        Err(_) => Err(SandboxError::Other(format!(
+            "the Docker engine at {host} did not answer within 15 s"
+        ))),
+    }
+}
+
+fn engine_error(what: &str, e: EngineError) -> SandboxError {
+    SandboxError::Other(format!("docker: {what}: {e}"))
+}
+
+fn utf8(path: &Path) -> Result<String, SandboxError> {
+    path.to_str().map(str::to_owned).ok_or_else(|| {
+        SandboxError::Other(format!(
+            "the path {} is not UTF-8; the Docker API cannot carry it",
+            path.display()
+        ))
+    })
+}
+
+/// A container name that is valid for the engine and unique on it.
+fn container_name(run_id: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let slug: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("slipway-{slug}-{:x}{nanos:08x}{n:x}", std::process::id())
+}
+
+/// A run's container. Every [`Sandbox::exec`] is an exec into it.
+pub struct DockerSandbox {
+    docker: Docker,
+    id: String,
+    name: String,
+    user: String,
+    next_exec: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for DockerSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerSandbox")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DockerSandbox {
+    /// Connects (see [`connect`]) and starts the container.
+    pub async fn start(config: DockerConfig) -> Result<DockerSandbox, SandboxError> {
+        let docker = connect().await?;
+        DockerSandbox::start_with(docker, config).await
+    }
+
+    /// Starts the container on an engine already connected to.
+    ///
+    /// Fails with a message naming the container-start timeout when creating,
+    /// starting and probing take longer than `config.start_timeout`. A half-made
+    /// container is removed before returning, or, when the engine is still
+    /// making it at the timeout, as soon as it is done (in the background;
+    /// [`reap_orphans`] catches it if the process ends first).
+    pub async fn start_with(
+        docker: Docker,
+        config: DockerConfig,
+    ) -> Result<DockerSandbox, SandboxError> {
+        let name = container_name(&config.run_id);
+        let timeout = config.start_timeout;
+        // The creation runs as its own task: a request the engine is still
+        // serving when the timeout strikes is not cancelled by dropping it, so
+        // the task finishes and then removes what it made.
+        let mut task = tokio::spawn({
+            let (docker, config, name) = (docker.clone(), config.clone(), name.clone());
+            async move { Self::create_and_start(&docker, &config, &name).await }
+        });
+        let failure = match tokio::time::timeout(timeout, &mut task).await {
+            Ok(Ok(Ok(id))) => {
+                return Ok(DockerSandbox {
+                    docker,
+                    id,
+                    name,
+                    user: config.user,
+                    next_exec: AtomicU64::new(0),
+                    closed: AtomicBool::new(false),
+                });
+            }
+            Ok(Ok(Err(e))) => e,
+            Ok(Err(e)) => SandboxError::Other(format!("docker: the start task failed: {e}")),
+            Err(_) => {
+                let (docker, name) = (docker.clone(), name.clone());
+                tokio::spawn(async move {
+                    let _ = task.await;
+                    remove_forced(&docker, &name).await;
+                });
+                SandboxError::Other(format!(
+                    "container start timed out after {:.1} s (image {})",
+                    timeout.as_secs_f64(),
+                    config.image
+                ))
+            }
+        };
+        // Removal by name also finds a container whose id never reached us.
+        remove_forced(&docker, &name).await;
+        Err(failure)
+    }
+
+    async fn create_and_start(
+        docker: &Docker,
+        config: &DockerConfig,
+        name: &str,
+    ) -> Result<String, SandboxError> {
+        let mut init = config.init;
+        loop {
+            let id = Self::create(docker, config, name, init).await?;
+            let started = docker.start_container(&id, None).await;
+            match started {
+                Ok(()) => {}
+                // Engines without an init binary fail the start; the keep-alive
+                // shell can be PID 1 instead (zombies are only reaped per exec then).
+                Err(e) if init && is_missing_init(&e) => {
+                    tracing::warn!("docker: the engine cannot run an init ({e}); starting without");
+                    remove_forced(docker, &id).await;
+                    init = false;
+                    continue;
+                }
+                Err(e) => return Err(engine_error("cannot start the container", e)),
+            }
+            Self::probe(docker, &id, &config.user, &config.image).await?;
+            return Ok(id);
+        }
+    }
+
+    async fn create(
+        docker: &Docker,
+        config: &DockerConfig,
+        name: &str,
+        init: bool,
+    ) -> Result<String, SandboxError> {
+        let mut mounts = Vec::with_capacity(config.mounts.len());
+        for m in &config.mounts {
+            mounts.push(EngineMount {
+                target: Some(utf8(&m.container_path)?),
+                source: Some(utf8(&m.host_path)?),
+                typ: Some(MountType::BIND),
+                read_only: Some(m.readonly),
+                ..Default::default()
+            });
+        }
+        let mut labels = HashMap::from([
+            (LABEL_MANAGED.to_owned(), "true".to_owned()),
+            (LABEL_RUN.to_owned(), config.run_id.clone()),
+        ]);
+        if let Some(scope) = &config.scope {
+            labels.insert(LABEL_SCOPE.to_owned(), scope.clone());
+        }
+        let body = ContainerCreateBody {
+            image: Some(config.image.clone()),
+            // The image's own entrypoint (often an agent launcher) must not run:
+            // the container only hosts execs.
+            entrypoint: Some(vec!["sh".into(), "-c".into(), KEEPALIVE.into()]),
+            cmd: Some(Vec::new()),
+            env: Some(config.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            user: Some(config.user.clone()),
+            working_dir: config.workdir.as_deref().map(utf8).transpose()?,
+            labels: Some(labels),
+            tty: Some(false),
+            attach_stdin: Some(false),
+            attach_stdout: Some(false),
+            attach_stderr: Some(false),
+            host_config: Some(HostConfig {
+                init: Some(init),
+                mounts: Some(mounts),
+                network_mode: config.network.clone(),
+                tmpfs: Some(HashMap::from([(
+                    STATE_DIR.to_owned(),
+                    "mode=1777,size=16m".to_owned(),
+                )])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        };
+        match docker.create_container(Some(options), body).await {
+            Ok(created) => Ok(created.id),
+            Err(EngineError::DockerResponseServerError {
+                status_code: 404,
+                message,
+            }) => Err(SandboxError::Other(format!(
+                "the image {} is not on the Docker engine ({message}); slipway never pulls: build or pull it first",
+                config.image
+            ))),
+            Err(e) => Err(engine_error("cannot create the container", e)),
+        }
+    }
+
+    /// Checks that the image has a shell and the pid folder is writable, so a
+    /// broken image fails at start with a clear message rather than at the first hook.
+    async fn probe(docker: &Docker, id: &str, user: &str, image: &str) -> Result<(), SandboxError> {
+        let script = format!("echo ok > {STATE_DIR}/probe");
+        let (code, output) = run_quiet(docker, id, user, vec!["sh".into(), "-c".into(), script])
+            .await
+            .map_err(|e| {
+                SandboxError::Other(format!(
+                    "the container of image {image} cannot run `sh` (slipway needs a POSIX shell in the image): {e}"
+                ))
+            })?;
+        if code != 0 {
+            return Err(SandboxError::Other(format!(
+                "the container of image {image} failed its start probe (exit {code}): {}",
+                output.trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The container's id.
+    pub fn container_id(&self) -> &str {
+        &self.id
+    }
+
+    /// The container's name (`slipway-<run id>-<suffix>`).
+    pub fn container_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The engine client, for callers that want to inspect the container.
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    async fn start_exec(&self, spec: ExecSpec) -> Result<Execution, SandboxError> {
+        if spec.argv.is_empty() {
+            return Err(SandboxError::EmptyCommand);
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SandboxError::Other(
+                "the docker sandbox is closed; start a new one".into(),
+            ));
+        }
+        let n = self.next_exec.fetch_add(1, Ordering::Relaxed);
+        let pid_file = format!("{STATE_DIR}/exec-{n}");
+        let mut cmd = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            EXEC_WRAPPER.to_owned(),
+            "slipway-exec".to_owned(),
+            pid_file.clone(),
+        ];
+        cmd.extend(spec.argv.iter().cloned());
+        let options = CreateExecOptions {
+            attach_stdin: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            tty: Some(false),
+            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            cmd: Some(cmd),
+            user: Some(self.user.clone()),
+            working_dir: Some(utf8(&spec.cwd)?),
+            ..Default::default()
+        };
+        let program = spec.argv[0].clone();
+        let exec_id = self
+            .docker
+            .create_exec(&self.id, options)
+            .await
+            .map_err(|e| engine_error(&format!("cannot create an exec for {program}"), e))?
+            .id;
+        // Starting attached is the attach: the engine wires the streams before
+        // the process starts, so no output is lost.
+        let started = self
+            .docker
+            .start_exec(
+                &exec_id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: false,
+                    output_capacity: None,
+                }),
+            )
+            .await
+            .map_err(|e| engine_error(&format!("cannot start {program}"), e))?;
+        let StartExecResults::Attached {
+            mut output,
+            mut input,
+        } = started
+        else {
+            return Err(SandboxError::Other(
+                "docker: the engine started the exec detached".into(),
+            ));
+        };
+
+        let stdin = spec.stdin.unwrap_or_default();
+        tokio::spawn(async move {
+            // A program that never reads its stdin is not an error; shutting
+            // the write side down is what the process sees as end of input.
+            let _ = input.write_all(&stdin).await;
+            let _ = input.shutdown().await;
+        });
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let mut out = LineSplitter::new(tx.clone());
+            let mut err = LineSplitter::new(tx);
+            while let Some(item) = output.next().await {
+                match item {
+                    Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
+                        out.push(&message)
+                    }
+                    Ok(LogOutput::StdErr { message }) => err.push(&message),
+                    Ok(LogOutput::StdIn { .. }) => {}
+                    Err(_) => break,
+                }
+            }
+            out.finish();
+            err.finish();
+            let _ = done_tx.send(());
+        });
+
+        let (exit_tx, exit_rx) = oneshot::channel();
+        tokio::spawn(watch_exit(self.docker.clone(), exec_id, done_rx, exit_tx));
+
+        Ok(Execution {
+            output: rx,
+            exit: exit_rx,
+            killer: Arc::new(ExecKiller {
+                docker: self.docker.clone(),
+                container: self.id.clone(),
+                user: self.user.clone(),
+                pid_file,
+            }),
+            // The process lives in the container's pid namespace: no host pid to give.
+            pid: None,
+        })
+    }
+
+    async fn shut_down(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        remove_forced(&self.docker, &self.id).await;
+    }
+}
+
+impl Sandbox for DockerSandbox {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    fn exec(&self, spec: ExecSpec) -> BoxFuture<'_, Result<Execution, SandboxError>> {
+        Box::pin(self.start_exec(spec))
+    }
+
+    /// Kills and removes the container at once (SIGKILL through a forced
+    /// remove, no stop grace period). Closing twice is harmless.
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shut_down())
+    }
+}
+
+impl Drop for DockerSandbox {
+    /// A sandbox dropped without `close` (an early return, a panic) still goes:
+    /// removal runs on its own thread because Drop cannot await, and the
+    /// caller's runtime may be the thing shutting down.
+    fn drop(&mut self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let docker = self.docker.clone();
+        let id = self.id.clone();
+        let spawned = std::thread::Builder::new()
+            .name("slipway-docker-drop".into())
+            .spawn(move || {
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt.block_on(remove_forced(&docker, &id)),
+                    Err(e) => tracing::warn!("docker: cannot remove container {id}: {e}"),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("docker: cannot remove container {}: {e}", self.id);
+        }
+    }
+}
+
+/// Whether a start failed because the engine has no init binary to inject.
+fn is_missing_init(e: &EngineError) -> bool {
+    let text = e.to_string();
+    ["docker-init", "catatonit", "init binary", "init path"]
+        .iter()
+        .any(|needle| text.contains(needle))
+}
+
+/// Forced remove: the engine SIGKILLs whatever runs and deletes the container.
+async fn remove_forced(docker: &Docker, id: &str) {
+    let options = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => {}
+        // Already gone (a second close, a reaper): nothing to do.
+        Err(EngineError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        Err(e) => tracing::warn!("docker: cannot remove container {id}: {e}"),
+    }
+}
+
+/// Reports the exec's exit code. The output stream ending is the usual sign
+/// that the process is gone; a slower poll also catches an exit while strays
+/// still hold the pipes (the run loop then kills them, closing the stream).
+async fn watch_exit(
+    docker: Docker,
+    exec_id: String,
+    mut done: oneshot::Receiver<()>,
+    exit_tx: oneshot::Sender<Result<i32, SandboxError>>,
+) {
+    const SLOW_POLL: Duration = Duration::from_millis(500);
+    let mut stream_done = false;
+    let mut fast = Duration::from_millis(5);
+    let mut failures = 0u32;
+    loop {
+        if exit_tx.is_closed() {
+            return;
+        }
+        if stream_done {
+            tokio::time::sleep(fast).await;
+            fast = (fast * 2).min(Duration::from_millis(200));
+        } else {
+            tokio::select! {
+                _ = &mut done => stream_done = true,
+                () = tokio::time::sleep(SLOW_POLL) => {}
+            }
+        }
+        match docker.inspect_exec(&exec_id).await {
+            Ok(state) if state.running == Some(false) => {
+                // No code with `running: false` means the container died under
+                // the exec (killed with it): report it like a SIGKILL.
+                let code = state
+                    .exit_code
+                    .and_then(|c| i32::try_from(c).ok())
+                    .unwrap_or(128 + libc::SIGKILL);
+                let _ = exit_tx.send(Ok(code));
+                return;
+            }
+            Ok(_) => failures = 0,
+            Err(e) => {
+                failures += 1;
+                // The exec vanishes with its container (closed or reaped).
+                if failures >= 5
+                    || matches!(
+                        &e,
+                        EngineError::DockerResponseServerError {
+                            status_code: 404,
+                            ..
+                        }
+                    )
+                {
+                    let _ = exit_tx.send(Err(engine_error(
+                        "lost track of a process (was the container removed?)",
+                        e,
+                    )));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Kills one exec's process group with another exec.
+struct ExecKiller {
+    docker: Docker,
+    container: String,
+    user: String,
+    pid_file: String,
+}
+
+impl Killer for ExecKiller {
+    fn kill(&self) -> BoxFuture<'static, ()> {
+        let docker = self.docker.clone();
+        let container = self.container.clone();
+        let user = self.user.clone();
+        let cmd = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            KILL_SCRIPT.to_owned(),
+            "slipway-kill".to_owned(),
+            self.pid_file.clone(),
+        ];
+        Box::pin(async move {
+            let killed =
+                tokio::time::timeout(KILL_TIMEOUT, run_quiet(&docker, &container, &user, cmd))
+                    .await;
+            match killed {
+                Ok(Ok(_)) => {}
+                // A container that is gone has no processes left to kill.
+                Ok(Err(e)) => tracing::debug!("docker: kill exec failed: {e}"),
+                Err(_) => tracing::warn!("docker: kill exec did not finish within 10 s"),
+            }
+        })
+    }
+}
+
+/// Runs a short helper command to completion and returns (exit code, output).
+async fn run_quiet(
+    docker: &Docker,
+    container: &str,
+    user: &str,
+    cmd: Vec<String>,
+) -> Result<(i32, String), SandboxError> {
+    let options = CreateExecOptions {
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        cmd: Some(cmd),
+        user: Some(user.to_owned()),
+        working_dir: Some("/".to_owned()),
+        ..Default::default()
+    };
+    let exec_id = docker
+        .create_exec(container, options)
+        .await
+        .map_err(|e| engine_error("cannot create an exec", e))?
+        .id;
+    let started = docker
+        .start_exec(&exec_id, None)
+        .await
+        .map_err(|e| engine_error("cannot start an exec", e))?;
+    let mut text = Vec::new();
+    if let StartExecResults::Attached { mut output, .. } = started {
+        while let Some(Ok(item)) = output.next().await {
+            text.extend_from_slice(&item.into_bytes());
+        }
+    }
+    let mut delay = Duration::from_millis(2);
+    for _ in 0..50 {
+        let state = docker
+            .inspect_exec(&exec_id)
+            .await
+            .map_err(|e| engine_error("cannot inspect an exec", e))?;
+        if state.running == Some(false) {
+            let code = state
+                .exit_code
+                .and_then(|c| i32::try_from(c).ok())
+                .unwrap_or(-1);
+            return Ok((code, String::from_utf8_lossy(&text).into_owned()));
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_millis(100));
+    }
+    Err(SandboxError::Other(
+        "docker: a helper exec did not finish".into(),
+    ))
+}
+
+/// Splits a byte stream into [`OutputEvent`]s with the host provider's rules:
+/// complete lines without their newline (and a trailing `\r`), invalid UTF-8
+/// replaced, `Activity` for data that does not end a line yet, and the rest
+/// flushed as a last line at the end.
+struct LineSplitter {
+    pending: Vec<u8>,
+    tx: mpsc::UnboundedSender<OutputEvent>,
+}
+
+impl LineSplitter {
+    fn new(tx: mpsc::UnboundedSender<OutputEvent>) -> LineSplitter {
+        LineSplitter {
+            pending: Vec::new(),
+            tx,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.pending.extend_from_slice(data);
+        let mut sent_line = false;
+        while let Some(pos) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=pos).collect();
+            let text = String::from_utf8_lossy(&line[..line.len() - 1])
+                .trim_end_matches('\r')
+                .to_owned();
+            let _ = self.tx.send(OutputEvent::Line(text));
+            sent_line = true;
+        }
+        if !sent_line && !self.pending.is_empty() {
+            let _ = self.tx.send(OutputEvent::Activity);
+        }
+    }
+
+    fn finish(self) {
+        if !self.pending.is_empty() {
+            let _ = self.tx.send(OutputEvent::Line(
+                String::from_utf8_lossy(&self.pending).into_owned(),
+            ));
+        }
+    }
+}
+
+/// Removes every container labelled `slipway.managed=true` (and, when `scope`
+/// is given, `slipway.scope=<scope>`) whose `slipway.run` is not in
+/// `live_run_ids`. Returns the ids removed. Call it at start-up with the runs
+/// known to be alive; a container of a live run is never touched.
+pub async fn reap_orphans(
+    docker: &Docker,
+    scope: Option<&str>,
+    live_run_ids: &[String],
+) -> Result<Vec<String>, SandboxError> {
+    let mut labels = vec![format!("{LABEL_MANAGED}=true")];
+    if let Some(scope) = scope {
+        labels.push(format!("{LABEL_SCOPE}={scope}"));
+    }
+    let options = ListContainersOptions {
+        all: true,
+        filters: Some(HashMap::from([("label".to_owned(), labels)])),
+        ..Default::default()
+    };
+    let containers = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| engine_error("cannot list containers", e))?;
+    let mut removed = Vec::new();
+    for c in containers {
+        let (Some(id), Some(labels)) = (c.id, c.labels) else {
+            continue;
+        };
+        // The engine filters by label already; checking again keeps a
+        // filter the engine ignored from widening what gets removed.
+        if labels.get(LABEL_MANAGED).map(String::as_str) != Some("true") {
+            continue;
+        }
+        if let Some(scope) = scope
+            && labels.get(LABEL_SCOPE).map(String::as_str) != Some(scope)
+        {
+            continue;
+        }
+        let run = labels.get(LABEL_RUN).map(String::as_str).unwrap_or("");
+        if live_run_ids.iter().any(|live| live == run) {
+            continue;
+        }
+        remove_forced(docker, &id).await;
+        removed.push(id);
+    }
+    Ok(removed)
+}
+
+/// The binds of DESIGN §2 "docker" and safety rule 2 for a worktree.
+///
+/// The worktree and the repository's common git dir are mounted read-write at
+/// their own absolute host paths, so the worktree's `.git` file resolves inside
+/// and git there sees a healthy worktree. Layered read-only on top:
+/// `<common>/config`, `<common>/hooks`, `<common>/info`, and for every
+/// registered linked worktree its admin dir's `commondir` and `gitdir` files
+/// and the `.git` file that `gitdir` names. Binding the other worktrees' `.git`
+/// files keeps in-container `git worktree prune` from deleting their
+/// registrations (their directories are not mounted, so git would see them as
+/// prunable). For a linked worktree the main checkout's `HEAD` and `index` are
+/// read-only too: the agent never needs them, and the host's checkout must not move.
+///
+/// `hooks` and `info` are created (empty) when missing, since a folder that is
+/// not there cannot be mounted read-only and the agent could create it.
+pub fn protected_mounts(
+    repo_common_dir: &Path,
+    worktree_path: &Path,
+) -> Result<Vec<Mount>, SandboxError> {
+    let io = |what: &str, path: &Path, e: std::io::Error| {
+        SandboxError::Other(format!("{what} {}: {e}", path.display()))
+    };
+    let common = repo_common_dir.to_path_buf();
+    let worktree = worktree_path.to_path_buf();
+    if !common.is_absolute() || !worktree.is_absolute() {
+        return Err(SandboxError::Other(format!(
+            "protected mounts need absolute paths (got {} and {})",
+            common.display(),
+            worktree.display()
+        )));
+    }
+    let mut mounts = vec![
+        Mount::same_path(&worktree, false),
+        Mount::same_path(&common, false),
+        Mount::same_path(common.join("config"), true),
+    ];
+    for dir in ["hooks", "info"] {
+        let path = common.join(dir);
+        std::fs::create_dir_all(&path).map_err(|e| io("cannot create", &path, e))?;
+        mounts.push(Mount::same_path(path, true));
+    }
+
+    let dot_git = worktree.join(".git");
+    let linked = dot_git.is_file();
+    if linked {
+        // The worktree's own `.git` file, whatever the registrations below say.
+        mounts.push(Mount::same_path(&dot_git, true));
+        for file in ["HEAD", "index"] {
+            let path = common.join(file);
+            if path.is_file() {
+                mounts.push(Mount::same_path(path, true));
+            }
+        }
+    } else if !dot_git.is_dir() {
+        return Err(SandboxError::Other(format!(
+            "{} is not a git worktree (no .git file or folder)",
+            worktree.display()
+        )));
+    }
+
+    let admin_root = common.join("worktrees");
+    let entries = match std::fs::read_dir(&admin_root) {
+        Ok(entries) => Some(entries),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io("cannot read", &admin_root, e)),
+    };
+    let mut found_own = !linked;
+    for entry in entries.into_iter().flatten() {
+        let admin = entry.map_err(|e| io("cannot read", &admin_root, e))?.path();
+        if !admin.is_dir() {
+            continue;
+        }
+        for file in ["commondir", "gitdir"] {
+            let path = admin.join(file);
+            if path.is_file() {
+                mounts.push(Mount::same_path(path, true));
+            }
+        }
+        // `gitdir` names the worktree's `.git` file. Only a regular file called
+        // `.git` that points back at this admin dir is bound, so a tampered
+        // `gitdir` cannot expose an arbitrary host file.
+        let Some(target) = read_gitdir_file(&admin.join("gitdir")) else {
+            continue;
+        };
+        if target == dot_git {
+            found_own = true;
+            continue;
+        }
+        if same_file(&target, &dot_git) {
+            // Registered under another spelling (a symlinked parent): git
+            // inside checks that spelling, so the file must exist there too.
+            found_own = true;
+            mounts.push(Mount {
+                host_path: dot_git.clone(),
+                container_path: target,
+                readonly: true,
+            });
+            continue;
+        }
+        if target.file_name() == Some(".git".as_ref())
+            && target.is_absolute()
+            && target.is_file()
+            && read_gitdir_file(&target).is_some_and(|back| same_file(&back, &admin))
+        {
+            mounts.push(Mount::same_path(target, true));
+        }
+    }
+    if !found_own {
+        // The `.git` file says which admin dir is ours; name it in the error.
+        let admin = read_gitdir_file(&dot_git);
+        return Err(SandboxError::Other(format!(
+            "{} is not a registered worktree of {} (its .git file points to {})",
+            worktree.display(),
+            common.display(),
+            admin.map_or_else(|| "nothing readable".into(), |p| p.display().to_string())
+        )));
+    }
+    Ok(mounts)
+}
+
+/// Reads a one-line `gitdir: PATH` file (a worktree's `.git`) or a bare-path
+/// file (an admin dir's `gitdir`); relative paths resolve against the file's folder.
+fn read_gitdir_file(path: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().next()?.trim();
+    let value = line.strip_prefix("gitdir:").map_or(line, str::trim);
+    if value.is_empty() {
+        return None;
+    }
+    let value = PathBuf::from(value);
+    Some(if value.is_absolute() {
+        value
+    } else {
+        path.parent()?.join(value)
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}

@@ -1,0 +1,782 @@
+//! The `docker` sandbox against the real engine and the local test image
+//! (`bash scripts/docker-setup.sh` makes both). Nothing here is skipped: an
+//! engine that does not answer is a failure that says how to start one.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use common::{TestEnv, s};
+use slipway::sandbox::docker::{
+    DockerConfig, DockerSandbox, Mount, host_user, protected_mounts, reap_orphans,
+};
+use slipway::sandbox::{ExecSpec, Execution, OutputEvent, Sandbox};
+
+const IMAGE: &str = "slipway-test:latest";
+/// Every container of this file carries this scope, so a reap here never
+/// touches a real run's containers.
+const SCOPE: &str = "slipway-tests";
+
+/// The engine, or a failure that says how to get one.
+async fn engine() -> Docker {
+    let docker = match slipway::sandbox::docker::connect().await {
+        Ok(d) => d,
+        Err(e) => panic!(
+            "the Docker engine is not reachable: {e}\nrun `bash scripts/docker-setup.sh` (as root) to install and start it"
+        ),
+    };
+    if let Err(e) = docker.inspect_image(IMAGE).await {
+        panic!(
+            "the test image {IMAGE} is missing ({e})\nrun `bash scripts/docker-setup.sh` to build it"
+        );
+    }
+    docker
+}
+
+fn config(run_id: &str, mounts: Vec<Mount>) -> DockerConfig {
+    let mut config = DockerConfig::new(IMAGE, run_id);
+    config.mounts = mounts;
+    config.network = Some("none".into());
+    config.scope = Some(SCOPE.into());
+    config
+}
+
+fn run_id(name: &str) -> String {
+    format!("test-{name}-{}", std::process::id())
+}
+
+async fn start(docker: &Docker, name: &str, mounts: Vec<Mount>) -> DockerSandbox {
+    let begun = Instant::now();
+    let sandbox = DockerSandbox::start_with(docker.clone(), config(&run_id(name), mounts))
+        .await
+        .expect("the sandbox starts");
+    eprintln!("[{name}] container started in {:?}", begun.elapsed());
+    sandbox
+}
+
+fn spec(argv: &[&str], cwd: &Path) -> ExecSpec {
+    ExecSpec {
+        argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+        cwd: cwd.to_path_buf(),
+        env: Vec::new(),
+        stdin: None,
+    }
+}
+
+fn sh(script: &str, cwd: &Path) -> ExecSpec {
+    spec(&["sh", "-c", script], cwd)
+}
+
+/// What one exec produced.
+#[derive(Debug)]
+struct Done {
+    code: i32,
+    lines: Vec<String>,
+    activity: usize,
+}
+
+impl Done {
+    fn text(&self) -> String {
+        self.lines.join("\n")
+    }
+}
+
+/// Drains an execution to its end (exit and closed output), like the run loop does.
+async fn finish(mut exec: Execution) -> Done {
+    let deadline = Duration::from_secs(60);
+    tokio::time::timeout(deadline, async move {
+        let mut lines = Vec::new();
+        let mut activity = 0;
+        while let Some(ev) = exec.output.recv().await {
+            match ev {
+                OutputEvent::Line(l) => lines.push(l),
+                OutputEvent::Activity => activity += 1,
+            }
+        }
+        let code = exec
+            .exit
+            .await
+            .expect("an exit is reported")
+            .expect("the exit code is known");
+        exec.killer.kill().await;
+        Done {
+            code,
+            lines,
+            activity,
+        }
+    })
+    .await
+    .expect("the exec finishes within 60 s")
+}
+
+async fn run(sandbox: &DockerSandbox, spec: ExecSpec) -> Done {
+    let exec = sandbox.exec(spec).await.expect("the exec starts");
+    finish(exec).await
+}
+
+/// Runs a script that must succeed and returns its output lines.
+async fn ok(sandbox: &DockerSandbox, script: &str, cwd: &Path) -> Vec<String> {
+    let done = run(sandbox, sh(script, cwd)).await;
+    assert_eq!(done.code, 0, "`{script}` failed:\n{}", done.text());
+    done.lines
+}
+
+fn root() -> PathBuf {
+    PathBuf::from("/")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_streams_lines_and_returns_exit_codes() {
+    let docker = engine().await;
+    let sandbox = start(&docker, "lines", Vec::new()).await;
+    assert_eq!(sandbox.name(), "docker");
+
+    let done = run(
+        &sandbox,
+        sh(
+            "echo one; echo two >&2; printf 'three\\r\\n'; printf 'par'; sleep 0.2; printf 'tial'",
+            &root(),
+        ),
+    )
+    .await;
+    assert_eq!(done.code, 0);
+    let mut lines = done.lines.clone();
+    lines.sort();
+    assert_eq!(lines, ["one", "partial", "three", "two"], "{done:?}");
+    // Bytes without a newline yet count as activity, as on the host.
+    assert!(done.activity >= 1, "{done:?}");
+
+    let done = run(&sandbox, sh("echo failing; exit 3", &root())).await;
+    assert_eq!(
+        (done.code, done.lines.as_slice()),
+        (3, &["failing".to_owned()][..])
+    );
+
+    // cwd is honoured (the same absolute path as given).
+    let done = run(&sandbox, spec(&["sh", "-c", "pwd"], Path::new("/tmp"))).await;
+    assert_eq!(done.lines, ["/tmp"]);
+
+    // A program the image lacks is an exit code with a message, not a hang.
+    let done = run(&sandbox, spec(&["no-such-program"], &root())).await;
+    assert_eq!(done.code, 127, "{done:?}");
+
+    // A cwd the container lacks fails (an error or a code), it does not hang.
+    match sandbox
+        .exec(spec(&["pwd"], Path::new("/no/such/dir")))
+        .await
+    {
+        Ok(exec) => {
+            let done = finish(exec).await;
+            eprintln!("[lines] missing cwd -> {}: {}", done.code, done.text());
+            assert_ne!(done.code, 0, "{done:?}");
+        }
+        Err(e) => eprintln!("[lines] missing cwd -> error: {e}"),
+    }
+
+    // An empty command is refused before anything runs.
+    assert!(sandbox.exec(spec(&[], &root())).await.is_err());
+
+    sandbox.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_reaches_the_process_and_is_closed() {
+    let docker = engine().await;
+    let sandbox = start(&docker, "stdin", Vec::new()).await;
+
+    let mut with_input = spec(&["cat"], &root());
+    with_input.stdin = Some(b"hello\nworld\n".to_vec());
+    let done = run(&sandbox, with_input).await;
+    assert_eq!(
+        (done.code, done.lines.clone()),
+        (0, vec!["hello".to_owned(), "world".to_owned()])
+    );
+
+    // A large input arrives whole.
+    let big: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    let mut counted = sh("wc -l", &root());
+    counted.stdin = Some(big);
+    let done = run(&sandbox, counted).await;
+    assert_eq!(done.lines, ["20000"], "{done:?}");
+
+    // No input is an empty, closed stdin: `cat` ends at once.
+    let done = run(&sandbox, spec(&["cat"], &root())).await;
+    assert_eq!((done.code, done.lines.len()), (0, 0));
+
+    sandbox.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_reaches_the_process_but_never_a_command_line() {
+    let docker = engine().await;
+    let mut cfg = config(&run_id("env"), Vec::new());
+    cfg.env = vec![("CONTAINER_SECRET".into(), "c0ntainer-s3cret".into())];
+    let sandbox = DockerSandbox::start_with(docker.clone(), cfg)
+        .await
+        .expect("the sandbox starts");
+
+    // The process prints what it got, then every command line in the container
+    // while it is still running (its own included).
+    let mut probe = sh(
+        "echo \"exec=$EXEC_SECRET container=$CONTAINER_SECRET\"; \
+         for p in /proc/[0-9]*; do printf 'cmdline %s: ' \"${p#/proc/}\"; cat \"$p/cmdline\" 2>/dev/null; echo; done",
+        &root(),
+    );
+    probe.env = vec![("EXEC_SECRET".into(), "ex3c-s3cret".into())];
+    let done = run(&sandbox, probe).await;
+    assert_eq!(done.code, 0, "{}", done.text());
+    assert_eq!(done.lines[0], "exec=ex3c-s3cret container=c0ntainer-s3cret");
+    let cmdlines: Vec<&String> = done
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("cmdline"))
+        .collect();
+    assert!(
+        cmdlines.len() >= 3,
+        "init, keep-alive and the probe: {cmdlines:?}"
+    );
+    for line in &cmdlines {
+        assert!(
+            !line.contains("s3cret"),
+            "a secret is on a command line: {line}"
+        );
+    }
+    // The container's own command line (init and keep-alive) holds no env either.
+    let inspected = docker
+        .inspect_container(sandbox.container_id(), None)
+        .await
+        .expect("inspect");
+    let args = format!("{:?} {:?}", inspected.path, inspected.args);
+    assert!(!args.contains("s3cret"), "{args}");
+
+    sandbox.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_created_in_a_bind_mount_belong_to_the_host_user() {
+    let docker = engine().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("dir");
+    let sandbox = start(&docker, "owner", vec![Mount::same_path(&shared, false)]).await;
+
+    let lines = ok(
+        &sandbox,
+        "id -u; id -g; mkdir sub && echo hi > sub/file",
+        &shared,
+    )
+    .await;
+    let host = host_user();
+    assert_eq!(format!("{}:{}", lines[0], lines[1]), host);
+    let meta = std::fs::metadata(shared.join("sub/file")).expect("the file is on the host");
+    assert_eq!(format!("{}:{}", meta.uid(), meta.gid()), host);
+    let meta = std::fs::metadata(shared.join("sub")).expect("the folder is on the host");
+    assert_eq!(format!("{}:{}", meta.uid(), meta.gid()), host);
+    sandbox.close().await;
+
+    // Another uid:gid (here, what a non-root host user looks like) is honoured
+    // the same way; the folder is opened up so that user may write into it.
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("chmod");
+    let mut cfg = config(
+        &run_id("owner-4321"),
+        vec![Mount::same_path(&shared, false)],
+    );
+    cfg.user = "4321:4322".into();
+    let sandbox = DockerSandbox::start_with(docker.clone(), cfg)
+        .await
+        .expect("the sandbox starts");
+    assert_eq!(
+        ok(&sandbox, "id -u; id -g", &shared).await,
+        ["4321", "4322"]
+    );
+    ok(&sandbox, "echo hi > other", &shared).await;
+    let meta = std::fs::metadata(shared.join("other")).expect("file");
+    assert_eq!((meta.uid(), meta.gid()), (4321, 4322));
+    sandbox.close().await;
+}
+
+/// A repository with a slipway worktree on branch `x` (and a sibling on `y`).
+struct Repo {
+    env: TestEnv,
+    repo: PathBuf,
+    common: PathBuf,
+    worktree: PathBuf,
+    sibling: PathBuf,
+}
+
+fn repo_with_worktrees() -> Repo {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "x"]);
+    let worktree = PathBuf::from(s(&created, "path"));
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "y"]);
+    let sibling = PathBuf::from(s(&created, "path"));
+    let common = repo.join(".git");
+    Repo {
+        env,
+        repo,
+        common,
+        worktree,
+        sibling,
+    }
+}
+
+fn git_env() -> Vec<(String, String)> {
+    [
+        ("HOME", "/tmp"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_AUTHOR_NAME", "Agent"),
+        ("GIT_AUTHOR_EMAIL", "agent@slipway.invalid"),
+        ("GIT_COMMITTER_NAME", "Agent"),
+        ("GIT_COMMITTER_EMAIL", "agent@slipway.invalid"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect()
+}
+
+/// The admin dir of a linked worktree, from its `.git` file.
+fn admin_dir(worktree: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(worktree.join(".git")).expect(".git file");
+    let path = text
+        .trim()
+        .strip_prefix("gitdir:")
+        .expect("a gitdir line")
+        .trim();
+    let path = PathBuf::from(path);
+    if path.is_absolute() {
+        path
+    } else {
+        worktree.join(path)
+    }
+}
+
+fn snapshot(paths: &[PathBuf]) -> Vec<(PathBuf, Vec<u8>)> {
+    paths
+        .iter()
+        .map(|p| (p.clone(), std::fs::read(p).expect("readable")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_git_paths_are_read_only_while_commits_work() {
+    let docker = engine().await;
+    let r = repo_with_worktrees();
+    let admin = admin_dir(&r.worktree);
+    let mounts = protected_mounts(&r.common, &r.worktree).expect("mounts");
+    let sandbox = start(&docker, "protected", mounts).await;
+
+    let protected_files = vec![
+        r.common.join("config"),
+        r.worktree.join(".git"),
+        admin.join("commondir"),
+        admin.join("gitdir"),
+    ];
+    let before = snapshot(&protected_files);
+
+    // Every protected path refuses a write from inside.
+    let mut attempts: Vec<String> = protected_files
+        .iter()
+        .map(|p| format!("echo evil >> '{}'", p.display()))
+        .collect();
+    for dir in ["hooks", "info"] {
+        attempts.push(format!(
+            "echo evil > '{}'",
+            r.common.join(dir).join("x").display()
+        ));
+        attempts.push(format!("rm -rf '{}'", r.common.join(dir).display()));
+    }
+    attempts.push("git config core.hooksPath /tmp/evil".into());
+    attempts.push(format!("rm -f '{}'", r.worktree.join(".git").display()));
+    for attempt in &attempts {
+        let mut s = sh(attempt, &r.worktree);
+        s.env = git_env();
+        let done = run(&sandbox, s).await;
+        eprintln!("[protected] {attempt} -> {}: {}", done.code, done.text());
+        assert_ne!(done.code, 0, "`{attempt}` succeeded inside the sandbox");
+    }
+    assert_eq!(
+        snapshot(&protected_files),
+        before,
+        "a protected file changed"
+    );
+    assert!(!r.common.join("hooks/x").exists());
+    assert!(!r.common.join("info/x").exists());
+    assert!(
+        !r.common.join("config.lock").exists(),
+        "a stale config.lock blocks the host's git"
+    );
+    assert!(
+        !r.env
+            .git(&r.repo, &["config", "--list", "--local"])
+            .contains("hookspath"),
+        "core.hooksPath reached the repo config"
+    );
+
+    // The agent can still commit on its branch, and the host sees the commit.
+    let mut commit = sh(
+        "echo from-container > agent.txt && git add agent.txt && \
+         git -c commit.gpgsign=false commit -q -m 'commit from the container' && git rev-parse HEAD",
+        &r.worktree,
+    );
+    commit.env = git_env();
+    let done = run(&sandbox, commit).await;
+    assert_eq!(done.code, 0, "git commit failed inside:\n{}", done.text());
+    let inside_head = done.lines.last().expect("a sha").clone();
+    assert_eq!(r.env.rev(&r.repo, "refs/heads/x"), inside_head);
+    assert_eq!(
+        r.env.git(&r.repo, &["log", "-1", "--format=%s %an", "x"]),
+        "commit from the container Agent"
+    );
+    // The host's own checkout did not move.
+    assert_eq!(
+        r.env.git(&r.repo, &["symbolic-ref", "HEAD"]),
+        "refs/heads/main"
+    );
+    assert_eq!(r.env.porcelain(&r.repo), "");
+
+    sandbox.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_inside_keeps_the_worktree_registrations() {
+    let docker = engine().await;
+    let r = repo_with_worktrees();
+    let mounts = protected_mounts(&r.common, &r.worktree).expect("mounts");
+    let sandbox = start(&docker, "registrations", mounts).await;
+
+    let mut list = sh("git worktree list --porcelain", &r.worktree);
+    list.env = git_env();
+    let done = run(&sandbox, list.clone()).await;
+    assert_eq!(done.code, 0, "{}", done.text());
+    let listed = done.text();
+    assert!(
+        !listed.contains("prunable"),
+        "git inside sees a prunable worktree:\n{listed}"
+    );
+    assert!(
+        listed.contains(&format!("worktree {}", r.worktree.display())),
+        "{listed}"
+    );
+
+    let mut prune = sh(
+        "git worktree prune -v; git worktree list --porcelain",
+        &r.worktree,
+    );
+    prune.env = git_env();
+    let done = run(&sandbox, prune).await;
+    assert!(!done.text().contains("prunable"), "{}", done.text());
+
+    // Both registrations are intact on the host.
+    let host_list = r.env.git(&r.repo, &["worktree", "list", "--porcelain"]);
+    for wt in [&r.worktree, &r.sibling] {
+        assert!(
+            host_list.contains(&format!("worktree {}", wt.display())),
+            "{} lost its registration:\n{host_list}",
+            wt.display()
+        );
+        assert!(admin_dir(wt).join("gitdir").is_file());
+        assert!(admin_dir(wt).join("HEAD").is_file());
+    }
+    assert!(!host_list.contains("prunable"), "{host_list}");
+    assert_eq!(r.env.porcelain(&r.sibling), "");
+
+    sandbox.close().await;
+}
+
+/// Whether a pid recorded in `file` (inside the container) is still alive there.
+async fn alive_inside(sandbox: &DockerSandbox, file: &str) -> bool {
+    let done = run(
+        sandbox,
+        sh(&format!("kill -0 \"$(cat {file})\" 2>/dev/null"), &root()),
+    )
+    .await;
+    done.code == 0
+}
+
+/// Waits until `line` is printed; returns the execution to keep driving it.
+async fn wait_for_line(exec: &mut Execution, line: &str) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match exec.output.recv().await {
+                Some(OutputEvent::Line(l)) if l == line => return,
+                Some(_) => {}
+                None => panic!("output closed before {line:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the line arrives");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_an_exec_kills_its_whole_tree_only() {
+    let docker = engine().await;
+    let sandbox = start(&docker, "kill", Vec::new()).await;
+
+    // A bystander exec that must survive the kill of another.
+    let mut bystander = sandbox
+        .exec(sh(
+            "sleep 300 & echo $! > /tmp/bystander; echo up; wait",
+            &root(),
+        ))
+        .await
+        .expect("exec");
+    wait_for_line(&mut bystander, "up").await;
+
+    let mut victim = sandbox
+        .exec(sh(
+            "sleep 300 & echo $! > /tmp/child; sh -c 'sleep 300' & echo $! > /tmp/grandparent; echo up; wait",
+            &root(),
+        ))
+        .await
+        .expect("exec");
+    wait_for_line(&mut victim, "up").await;
+    let killed_at = Instant::now();
+    victim.killer.kill().await;
+    let code = tokio::time::timeout(Duration::from_secs(10), &mut victim.exit)
+        .await
+        .expect("the exit arrives after a kill")
+        .expect("reported")
+        .expect("a code");
+    assert_eq!(code, 137, "SIGKILL is 128+9");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while victim.output.recv().await.is_some() {}
+    })
+    .await
+    .expect("the output closes after a kill");
+    eprintln!("[kill] exec and its tree gone in {:?}", killed_at.elapsed());
+
+    assert!(
+        !alive_inside(&sandbox, "/tmp/child").await,
+        "the background child survived"
+    );
+    assert!(
+        !alive_inside(&sandbox, "/tmp/grandparent").await,
+        "the grandchild survived"
+    );
+    assert!(
+        alive_inside(&sandbox, "/tmp/bystander").await,
+        "another exec's tree was killed"
+    );
+
+    // The container is still usable.
+    assert_eq!(
+        ok(&sandbox, "echo still-here", &root()).await,
+        ["still-here"]
+    );
+
+    // The run loop's pattern: a process exits leaving a stray that holds its
+    // output open; the exit is reported anyway, and the kill after it reaps the
+    // stray, which closes the output.
+    let mut exec = sandbox
+        .exec(sh("sleep 300 & echo $! > /tmp/stray; echo bye", &root()))
+        .await
+        .expect("exec");
+    wait_for_line(&mut exec, "bye").await;
+    let code = tokio::time::timeout(Duration::from_secs(10), &mut exec.exit)
+        .await
+        .expect("the exit is reported while a stray holds the output")
+        .expect("reported")
+        .expect("a code");
+    assert_eq!(code, 0);
+    exec.killer.kill().await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while exec.output.recv().await.is_some() {}
+    })
+    .await
+    .expect("the output closes once the stray is killed");
+    assert!(
+        !alive_inside(&sandbox, "/tmp/stray").await,
+        "the stray survived the kill"
+    );
+
+    bystander.killer.kill().await;
+    sandbox.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_removes_the_container_fast() {
+    let docker = engine().await;
+    let sandbox = start(&docker, "close", Vec::new()).await;
+    // Something still running, that would hold a graceful stop for its full timeout.
+    let running = sandbox
+        .exec(sh("trap '' TERM; sleep 300", &root()))
+        .await
+        .expect("exec");
+    let id = sandbox.container_id().to_owned();
+
+    let begun = Instant::now();
+    sandbox.close().await;
+    let took = begun.elapsed();
+    eprintln!("[close] teardown took {took:?}");
+    assert!(took < Duration::from_secs(2), "teardown took {took:?}");
+
+    let gone = docker.inspect_container(&id, None).await;
+    assert!(gone.is_err(), "the container is still there: {gone:?}");
+    // The running exec ends (with an error or a kill code), it does not hang.
+    let ended = tokio::time::timeout(Duration::from_secs(10), running.exit).await;
+    assert!(ended.is_ok(), "the exec's exit never arrived");
+    // A closed sandbox refuses new work, and closing again is harmless.
+    assert!(sandbox.exec(sh("true", &root())).await.is_err());
+    sandbox.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reap_orphans_removes_dead_runs_and_keeps_live_ones() {
+    let docker = engine().await;
+    let scope = format!("reap-test-{}", std::process::id());
+    let with_scope = |run: &str, scope: &str| {
+        let mut cfg = config(run, Vec::new());
+        cfg.scope = Some(scope.to_owned());
+        cfg
+    };
+    let dead = DockerSandbox::start_with(docker.clone(), with_scope("dead-run", &scope))
+        .await
+        .expect("start");
+    let live = DockerSandbox::start_with(docker.clone(), with_scope("live-run", &scope))
+        .await
+        .expect("start");
+    let elsewhere = DockerSandbox::start_with(
+        docker.clone(),
+        with_scope("dead-run", &format!("{scope}-other")),
+    )
+    .await
+    .expect("start");
+
+    let removed = reap_orphans(&docker, Some(&scope), &["live-run".to_owned()])
+        .await
+        .expect("reap");
+    assert_eq!(removed, [dead.container_id().to_owned()]);
+    assert!(
+        docker
+            .inspect_container(dead.container_id(), None)
+            .await
+            .is_err()
+    );
+    let state = docker
+        .inspect_container(live.container_id(), None)
+        .await
+        .expect("the live run's container is kept")
+        .state
+        .and_then(|s| s.running);
+    assert_eq!(state, Some(true));
+    assert!(
+        docker
+            .inspect_container(elsewhere.container_id(), None)
+            .await
+            .is_ok(),
+        "another scope's container was reaped"
+    );
+    assert_eq!(ok(&live, "echo fine", &root()).await, ["fine"]);
+
+    // Closing a sandbox whose container a reaper removed is quiet.
+    dead.close().await;
+    live.close().await;
+    elsewhere.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_image_is_a_clear_error() {
+    let docker = engine().await;
+    let cfg = config(&run_id("missing"), Vec::new());
+    let cfg = DockerConfig {
+        image: "slipway-no-such-image:never".into(),
+        ..cfg
+    };
+    let err = DockerSandbox::start_with(docker, cfg)
+        .await
+        .expect_err("there is no such image");
+    let message = err.to_string();
+    assert!(
+        message.contains("slipway-no-such-image:never")
+            && message.contains("not on the Docker engine"),
+        "{message}"
+    );
+}
+
+/// Containers of this file labelled with `run`, as the engine lists them.
+async fn containers_of_run(docker: &Docker, run: &str) -> Vec<String> {
+    let options = bollard::query_parameters::ListContainersOptions {
+        all: true,
+        filters: Some(std::collections::HashMap::from([(
+            "label".to_owned(),
+            vec![format!("slipway.run={run}")],
+        )])),
+        ..Default::default()
+    };
+    docker
+        .list_containers(Some(options))
+        .await
+        .expect("list")
+        .into_iter()
+        .filter_map(|c| c.id)
+        .collect()
+}
+
+/// Polls until no container of `run` is left; fails after 20 s.
+async fn wait_until_gone(docker: &Docker, run: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = containers_of_run(docker, run).await;
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "containers of {run} left behind: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_dropped_without_close_is_removed() {
+    let docker = engine().await;
+    let run = run_id("dropped");
+    let sandbox = DockerSandbox::start_with(docker.clone(), config(&run, Vec::new()))
+        .await
+        .expect("start");
+    assert_eq!(containers_of_run(&docker, &run).await.len(), 1);
+    drop(sandbox);
+    wait_until_gone(&docker, &run).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_timeout_is_named_and_leaves_no_container() {
+    let docker = engine().await;
+    let run = run_id("start-timeout");
+    let mut cfg = config(&run, Vec::new());
+    cfg.start_timeout = Duration::from_millis(1);
+    let err = DockerSandbox::start_with(docker.clone(), cfg)
+        .await
+        .expect_err("nothing starts in 1 ms");
+    assert!(
+        err.to_string().contains("container start timed out"),
+        "{err}"
+    );
+    // The engine may finish creating after the timeout (a create takes about
+    // a second with vfs); that container must go too. Watch long enough to see it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let quiet_after = Instant::now() + Duration::from_secs(4);
+    let mut seen = false;
+    loop {
+        let left = containers_of_run(&docker, &run).await;
+        seen |= !left.is_empty();
+        if left.is_empty() && (seen || Instant::now() > quiet_after) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "left behind after a start timeout: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("[start-timeout] a late container was seen and removed: {seen}");
+}

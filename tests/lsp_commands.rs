@@ -1,0 +1,605 @@
+//! The real `slipway lsp` sidecar, spoken to over framed JSON-RPC on its
+//! pipes: `initialize`, every command's happy path against real repositories,
+//! `slipway/status` pushes, diagnostics for preserved dirty worktrees, and
+//! shutdown.
+
+mod common;
+#[path = "common/lsp.rs"]
+mod lsp;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use lsp::*;
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+/// The commands of DESIGN §3.
+const DESIGN_COMMANDS: [&str; 9] = [
+    "slipway.branches",
+    "slipway.resolveSource",
+    "slipway.createWorktree",
+    "slipway.list",
+    "slipway.run",
+    "slipway.handoff",
+    "slipway.cancel",
+    "slipway.close",
+    "slipway.status",
+];
+
+fn canon(p: &Path) -> PathBuf {
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn path_of(v: &Value, key: &str) -> PathBuf {
+    PathBuf::from(s(v, key))
+}
+
+/// A clone of an `upstream` repository (so it has `origin/*` and `origin/HEAD`)
+/// with a local branch `feature/x` one commit ahead of `main` and a
+/// remote-tracking `origin/feature/y`.
+fn repo_with_branches(env: &TestEnv) -> PathBuf {
+    let upstream = env.new_repo("upstream");
+    env.git(&upstream, &["checkout", "-q", "-b", "feature/y"]);
+    env.commit_file(&upstream, "y.txt", "y\n", "feature y");
+    env.git(&upstream, &["checkout", "-q", "main"]);
+    env.git(
+        env.path(),
+        &["clone", "-q", upstream.to_str().expect("utf8"), "repo"],
+    );
+    let repo = canon(&env.path().join("repo"));
+    env.git(&repo, &["checkout", "-q", "-b", "feature/x"]);
+    env.commit_file(&repo, "x.txt", "x\n", "feature x");
+    env.git(&repo, &["checkout", "-q", "main"]);
+    repo
+}
+
+/// Branches as git lists them: name → (kind, commit), without `<remote>/HEAD`.
+fn git_branches(env: &TestEnv, repo: &Path) -> BTreeMap<String, (String, String)> {
+    let out = env.git(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/heads",
+            "refs/remotes",
+        ],
+    );
+    let mut map = BTreeMap::new();
+    for line in out.lines() {
+        let (name, sha) = line.split_once(' ').expect("two fields");
+        if let Some(local) = name.strip_prefix("refs/heads/") {
+            map.insert(local.to_owned(), ("local".to_owned(), sha.to_owned()));
+        } else if let Some(remote) = name.strip_prefix("refs/remotes/") {
+            if remote.ends_with("/HEAD") {
+                continue;
+            }
+            map.insert(remote.to_owned(), ("remote".to_owned(), sha.to_owned()));
+        }
+    }
+    map
+}
+
+fn has_worktree(params: &Value, id: &str) -> bool {
+    status_worktrees(params).iter().any(|w| w["id"] == id)
+}
+
+fn worktree_dirs(repo: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(repo.join(".slipway/worktrees")) {
+        Ok(rd) => rd.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn initialize_advertises_the_nine_commands_and_shutdown_then_exit_ends_the_process() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let commands: Vec<String> = lsp.init["capabilities"]["executeCommandProvider"]["commands"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no executeCommandProvider.commands in {}", lsp.init))
+        .iter()
+        .map(|c| c.as_str().expect("command name").to_owned())
+        .collect();
+    assert_eq!(
+        commands.len(),
+        9,
+        "exactly nine commands, no duplicates: {commands:?}"
+    );
+    let got: BTreeSet<&str> = commands.iter().map(String::as_str).collect();
+    let want: BTreeSet<&str> = DESIGN_COMMANDS.into_iter().collect();
+    assert_eq!(got, want);
+    assert_eq!(lsp.init["serverInfo"]["name"], "slipway");
+
+    // It answers a command before shutting down.
+    let status = lsp.ok("slipway.status", json!({ "path": repo }));
+    assert_eq!(status["inWorktree"], false);
+
+    let started = Instant::now();
+    let exit = lsp.shutdown_and_exit(Duration::from_secs(5));
+    let exit = exit.unwrap_or_else(|| {
+        panic!(
+            "the sidecar was still running 5 s after shutdown + exit\n{}",
+            lsp.stderr()
+        )
+    });
+    assert_eq!(exit.code(), Some(0), "exit after shutdown is a clean exit");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "shutdown + exit took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn every_command_works_against_a_real_repository() {
+    let env = TestEnv::new();
+    let repo = repo_with_branches(&env);
+    let main_sha = env.rev(&repo, "main");
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+
+    // slipway.branches lists exactly what git lists.
+    let answer = lsp.ok("slipway.branches", json!({ "root": repo }));
+    let listed = answer["branches"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no branches in {answer}"));
+    let got: BTreeMap<String, (String, String)> = listed
+        .iter()
+        .map(|b| {
+            (
+                s(b, "name").to_owned(),
+                (s(b, "kind").to_owned(), s(b, "commit").to_owned()),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), listed.len(), "no branch listed twice: {answer}");
+    assert_eq!(got, git_branches(&env, &repo));
+    for b in listed {
+        assert_eq!(b["isHead"], b["name"] == "main", "isHead of {b}");
+        for key in ["subject", "time", "isDefault", "upstream", "remote"] {
+            assert!(b.get(key).is_some(), "{key} missing in {b}");
+        }
+    }
+    let main = listed.iter().find(|b| b["name"] == "main").expect("main");
+    assert_eq!(main["upstream"], "origin/main");
+    assert_eq!(main["subject"], "initial commit");
+    let remote_y = listed
+        .iter()
+        .find(|b| b["name"] == "origin/feature/y")
+        .expect("origin/feature/y");
+    assert_eq!(remote_y["remote"], "origin");
+    assert_eq!(remote_y["subject"], "feature y");
+
+    // slipway.resolveSource only reads refs.
+    let named = lsp.ok(
+        "slipway.resolveSource",
+        json!({ "root": repo, "source": { "policy": "named", "ref": "origin/feature/y" } }),
+    );
+    assert_eq!(s(&named, "commit"), env.rev(&repo, "origin/feature/y"));
+    let default = lsp.ok(
+        "slipway.resolveSource",
+        json!({ "root": repo, "source": { "policy": "default" } }),
+    );
+    assert_eq!(s(&default, "commit"), env.rev(&repo, "origin/HEAD"));
+    assert!(
+        listed
+            .iter()
+            .any(|b| b["isDefault"] == true && b["commit"] == default["commit"]),
+        "the branch the default policy resolves to is marked isDefault: {answer}"
+    );
+
+    // slipway.createWorktree: a real worktree at the right commit.
+    let since = lsp.history().len();
+    let one = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "lsp/one" }),
+    );
+    let one_path = path_of(&one, "path");
+    let one_id = s(&one, "id").to_owned();
+    assert!(one_path.is_dir(), "{} exists", one_path.display());
+    assert!(
+        canon(&one_path).starts_with(repo.join(".slipway/worktrees")),
+        "{}",
+        one_path.display()
+    );
+    assert_eq!(s(&one, "branch"), "lsp/one");
+    assert_eq!(s(&one, "baseCommit"), main_sha);
+    assert_eq!(env.rev(&one_path, "HEAD"), main_sha);
+    assert_eq!(
+        env.git(&one_path, &["symbolic-ref", "--short", "HEAD"]),
+        "lsp/one"
+    );
+    assert_eq!(env.rev(&repo, "lsp/one"), main_sha);
+    assert!(one.get("sourceLabel").is_some(), "{one}");
+    assert!(
+        one.get("interactiveCommand").is_none_or(Value::is_null),
+        "no agent, no interactive command: {one}"
+    );
+    lsp.expect_notification_since(
+        since,
+        "slipway/status",
+        |p| has_worktree(p, &one_id),
+        WAIT,
+        "a status push containing the new worktree",
+    );
+
+    // With an agent the answer says how to start it interactively.
+    let two = lsp.ok(
+        "slipway.createWorktree",
+        json!({
+            "root": repo, "strategy": "branch", "branch": "lsp/two",
+            "agent": { "type": "command", "command": ["sh", "-c", "echo hi"] },
+        }),
+    );
+    let two_path = path_of(&two, "path");
+    let two_id = s(&two, "id").to_owned();
+    let interactive = &two["interactiveCommand"];
+    let argv = interactive["argv"]
+        .as_array()
+        .unwrap_or_else(|| panic!("interactiveCommand.argv in {two}"));
+    assert!(!argv.is_empty(), "{two}");
+    assert!(argv.iter().all(Value::is_string), "{two}");
+    assert_eq!(path_of(interactive, "cwd"), two_path);
+    assert_ne!(canon(&two_path), canon(&one_path));
+
+    // slipway.list.
+    let list = lsp.ok("slipway.list", json!({ "root": repo }));
+    let worktrees = list["worktrees"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(worktrees.len(), 2, "{list}");
+    for (id, branch, path) in [
+        (&one_id, "lsp/one", &one_path),
+        (&two_id, "lsp/two", &two_path),
+    ] {
+        let w = worktrees
+            .iter()
+            .find(|w| w["id"] == **id)
+            .unwrap_or_else(|| panic!("{id} not listed: {list}"));
+        assert_eq!(w["branch"], branch);
+        assert_eq!(path_of(w, "path"), *path);
+        assert_eq!(w["strategy"], "branch");
+        assert_eq!(w["dirty"], false);
+        assert_eq!(w["changedFiles"], 0);
+        assert_eq!(w["ahead"], 0);
+        assert_eq!(w["state"], "active");
+        assert!(w.get("runId").is_some(), "{w}");
+    }
+
+    // slipway.status inside a worktree and in the host root.
+    lsp.expect_notification(
+        "slipway/status",
+        |p| has_worktree(p, &two_id),
+        WAIT,
+        "a status push containing the second worktree",
+    );
+    let inside = lsp.ok(
+        "slipway.status",
+        json!({ "path": one_path.join("README.md") }),
+    );
+    assert_eq!(inside["inWorktree"], true, "{inside}");
+    assert_eq!(inside["branch"], "lsp/one");
+    assert_eq!(inside["id"], one_id.as_str());
+    assert_eq!(inside["dirty"], false);
+    assert!(inside["runId"].is_null(), "{inside}");
+    let host = lsp.ok("slipway.status", json!({ "path": repo }));
+    assert_eq!(host["inWorktree"], false, "{host}");
+    assert!(host["id"].is_null() && host["branch"].is_null(), "{host}");
+
+    // slipway.close: clean → removed.
+    let since = lsp.history().len();
+    let closed = lsp.ok("slipway.close", json!({ "root": repo, "worktree": two_id }));
+    assert_eq!(closed["removed"], true, "{closed}");
+    assert!(!two_path.exists(), "{} removed", two_path.display());
+    lsp.expect_notification_since(
+        since,
+        "slipway/status",
+        |p| !has_worktree(p, &two_id) && has_worktree(p, &one_id),
+        WAIT,
+        "a status push without the closed worktree",
+    );
+
+    // slipway.close: dirty → preserved, with the commands to inspect and discard.
+    std::fs::write(one_path.join("README.md"), "changed\n").expect("write");
+    std::fs::write(one_path.join("new.txt"), "new\n").expect("write");
+    let since = lsp.history().len();
+    let kept = lsp.ok(
+        "slipway.close",
+        json!({ "root": repo, "worktree": "lsp/one" }),
+    );
+    assert_eq!(kept["removed"], false, "{kept}");
+    assert_eq!(canon(&path_of(&kept, "preservedPath")), canon(&one_path));
+    assert!(!s(&kept, "reason").is_empty(), "{kept}");
+    let commands = kept["commands"]
+        .as_array()
+        .unwrap_or_else(|| panic!("commands in {kept}"));
+    let text = serde_json::to_string(commands).expect("json");
+    assert!(
+        text.contains(one_path.to_str().expect("utf8")),
+        "the commands name the worktree: {kept}"
+    );
+    assert!(
+        text.contains("cd ") && text.contains("git worktree remove --force"),
+        "inspect and discard commands: {kept}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(one_path.join("new.txt")).expect("kept"),
+        "new\n"
+    );
+    let again = lsp.ok(
+        "slipway.close",
+        json!({ "root": repo, "worktree": "lsp/one" }),
+    );
+    assert_eq!(again["removed"], false, "{again}");
+    assert_eq!(again["preservedPath"], kept["preservedPath"]);
+    assert_eq!(again["reason"], kept["reason"]);
+    assert_eq!(again["commands"], kept["commands"]);
+    lsp.expect_notification_since(
+        since,
+        "slipway/status",
+        |p| {
+            status_worktrees(p).iter().any(|w| {
+                w["id"] == one_id.as_str() && w["state"] == "preserved" && w["dirty"] == true
+            })
+        },
+        WAIT,
+        "a status push showing the preserved worktree",
+    );
+
+    // `ask` → sourceBranchRequired with the choices; retry with one of them.
+    let error = lsp.err(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "merge-to-head", "source": { "policy": "ask" } }),
+    );
+    assert_eq!(kind(&error), "sourceBranchRequired", "{error}");
+    let choices: Vec<&str> = error["data"]["choices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("choices in {error}"))
+        .iter()
+        .map(|c| c.as_str().expect("choice is a string"))
+        .collect();
+    for want in ["main", "feature/x", "origin/feature/y"] {
+        assert!(choices.contains(&want), "{want} in {choices:?}");
+    }
+    assert_eq!(
+        worktree_dirs(&repo).len(),
+        1,
+        "ask created nothing: {:?}",
+        worktree_dirs(&repo)
+    );
+    let chosen = "origin/feature/y";
+    let picked = lsp.ok(
+        "slipway.createWorktree",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "source": { "policy": "named", "ref": chosen },
+        }),
+    );
+    let picked_path = path_of(&picked, "path");
+    assert_eq!(s(&picked, "baseCommit"), env.rev(&repo, chosen));
+    assert_eq!(env.rev(&picked_path, "HEAD"), env.rev(&repo, chosen));
+    assert!(picked_path.join("y.txt").is_file());
+    // The host never moved.
+    assert_eq!(env.git(&repo, &["symbolic-ref", "--short", "HEAD"]), "main");
+    assert_eq!(env.rev(&repo, "HEAD"), main_sha);
+
+    let exit = lsp.shutdown_and_exit(Duration::from_secs(5));
+    assert_eq!(exit.and_then(|e| e.code()), Some(0), "{}", lsp.stderr());
+}
+
+#[test]
+fn commands_on_a_repository_that_is_not_a_workspace_folder_still_push_status() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    // No workspace folder at all: the editor passes `root` with each command.
+    let mut lsp = Lsp::start(&env, None, true);
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "elsewhere" }),
+    );
+    let id = s(&created, "id").to_owned();
+    lsp.expect_notification(
+        "slipway/status",
+        |p| has_worktree(p, &id),
+        WAIT,
+        "a status push for a repository known only from a command's root",
+    );
+}
+
+/// `textDocument/publishDiagnostics` params for `file`, if any arrived at or after `since`.
+fn diagnostics_for(lsp: &mut Lsp, since: usize, file: &Path) -> Vec<Value> {
+    let file = file.to_path_buf();
+    lsp.all_with("textDocument/publishDiagnostics", |p| {
+        p["uri"].as_str().map(uri_path).as_deref() == Some(file.as_path())
+    })
+    .into_iter()
+    .filter(|r| r.seq >= since)
+    .map(|r| r.msg["params"].clone())
+    .collect()
+}
+
+/// Waits until the latest diagnostics published for each file satisfy `check`.
+fn wait_latest_diagnostics(
+    lsp: &mut Lsp,
+    since: usize,
+    files: &[PathBuf],
+    check: impl Fn(&Value) -> bool,
+    what: &str,
+) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let all_ok = files.iter().all(|f| {
+            diagnostics_for(lsp, since, f)
+                .last()
+                .is_some_and(|p| check(&p["diagnostics"]))
+        });
+        if all_ok {
+            return;
+        }
+        if Instant::now() > deadline {
+            let got: Vec<Value> = lsp
+                .all_with("textDocument/publishDiagnostics", |_| true)
+                .into_iter()
+                .map(|r| r.msg["params"].clone())
+                .collect();
+            panic!(
+                "{what}: diagnostics for {files:?} not as expected; published: {got:#?}\n{}",
+                lsp.stderr()
+            );
+        }
+        lsp.collect_for(Duration::from_millis(100));
+    }
+}
+
+fn is_dirty_warning(diags: &Value) -> bool {
+    let Some(list) = diags.as_array() else {
+        return false;
+    };
+    list.len() == 1
+        && list.iter().all(|d| {
+            d["source"] == "slipway"
+                && d["code"] == "dirty-preserved-worktree"
+                && d["severity"] == 2
+                && d["message"].as_str().is_some_and(|m| !m.is_empty())
+        })
+}
+
+fn is_empty(diags: &Value) -> bool {
+    diags.as_array().is_some_and(Vec::is_empty)
+}
+
+/// Files that currently carry non-empty slipway diagnostics, from the latest publish per URI.
+fn files_with_diagnostics(lsp: &mut Lsp) -> BTreeSet<PathBuf> {
+    let mut latest: BTreeMap<PathBuf, Value> = BTreeMap::new();
+    for r in lsp.all_with("textDocument/publishDiagnostics", |_| true) {
+        let params = &r.msg["params"];
+        latest.insert(uri_path(s(params, "uri")), params["diagnostics"].clone());
+    }
+    latest
+        .into_iter()
+        .filter(|(_, d)| !is_empty(d))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+fn make_dirty(wt: &Path) -> Vec<PathBuf> {
+    std::fs::write(wt.join("README.md"), "edited by hand\n").expect("write");
+    std::fs::write(wt.join("scratch.txt"), "untracked\n").expect("write");
+    vec![wt.join("README.md"), wt.join("scratch.txt")]
+}
+
+#[test]
+fn a_preserved_dirty_worktree_gets_one_warning_per_changed_file_until_forced_closed() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "diag" }),
+    );
+    let wt = canon(&path_of(&created, "path"));
+    let files = make_dirty(&wt);
+    let since = lsp.history().len();
+    let kept = lsp.ok("slipway.close", json!({ "root": repo, "worktree": "diag" }));
+    assert_eq!(kept["removed"], false, "{kept}");
+
+    wait_latest_diagnostics(
+        &mut lsp,
+        since,
+        &files,
+        is_dirty_warning,
+        "one Warning per changed file",
+    );
+    // Settle, then: exactly those two files carry diagnostics.
+    lsp.collect_for(Duration::from_millis(1200));
+    let expected: BTreeSet<PathBuf> = files.iter().cloned().collect();
+    assert_eq!(files_with_diagnostics(&mut lsp), expected);
+    for f in &files {
+        let last = diagnostics_for(&mut lsp, since, f)
+            .pop()
+            .expect("published");
+        let message = last["diagnostics"][0]["message"].as_str().expect("message");
+        assert!(
+            message.contains(wt.to_str().expect("utf8")),
+            "the message says where the worktree is: {message}"
+        );
+    }
+
+    let since = lsp.history().len();
+    let removed = lsp.ok(
+        "slipway.close",
+        json!({ "root": repo, "worktree": "diag", "force": true }),
+    );
+    assert_eq!(removed["removed"], true, "{removed}");
+    assert!(!wt.exists());
+    wait_latest_diagnostics(
+        &mut lsp,
+        since,
+        &files,
+        is_empty,
+        "diagnostics cleared after a forced close",
+    );
+    assert!(files_with_diagnostics(&mut lsp).is_empty());
+}
+
+#[test]
+fn cleaning_a_preserved_worktree_by_hand_clears_its_diagnostics() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "by-hand" }),
+    );
+    let wt = canon(&path_of(&created, "path"));
+    let files = make_dirty(&wt);
+    let kept = lsp.ok(
+        "slipway.close",
+        json!({ "root": repo, "worktree": "by-hand" }),
+    );
+    assert_eq!(kept["removed"], false, "{kept}");
+    wait_latest_diagnostics(&mut lsp, 0, &files, is_dirty_warning, "warnings first");
+
+    let since = lsp.history().len();
+    env.git(&wt, &["checkout", "--", "README.md"]);
+    std::fs::remove_file(wt.join("scratch.txt")).expect("rm");
+    assert_eq!(env.porcelain(&wt), "");
+    wait_latest_diagnostics(
+        &mut lsp,
+        since,
+        &files,
+        is_empty,
+        "diagnostics cleared once the worktree is clean",
+    );
+    assert!(files_with_diagnostics(&mut lsp).is_empty());
+    // The worktree itself is still there: cleaning is not closing.
+    assert!(wt.is_dir());
+}
+
+#[test]
+fn a_dirty_preserved_worktree_from_before_start_up_is_diagnosed_at_start_up() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "earlier"]);
+    let wt = canon(&path_of(&created, "path"));
+    let files = make_dirty(&wt);
+    let closed = env.slipway_json(&repo, &["worktree", "close", "earlier"]);
+    assert_eq!(closed["outcome"], "preserved", "{closed}");
+
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    wait_latest_diagnostics(
+        &mut lsp,
+        0,
+        &files,
+        is_dirty_warning,
+        "diagnostics published at start-up",
+    );
+    lsp.collect_for(Duration::from_millis(1200));
+    let expected: BTreeSet<PathBuf> = files.iter().cloned().collect();
+    assert_eq!(files_with_diagnostics(&mut lsp), expected);
+}

@@ -1,0 +1,583 @@
+//! Runs through the real `slipway lsp` sidecar: `slipway.run` answers at
+//! once and the run reports progress and `slipway/runFinished`; cancel stops
+//! the agent's whole tree; handoff keeps the user's uncommitted files; the
+//! sidecar answers while a run streams output; and a run outlives the sidecar
+//! (a new sidecar re-attaches, or reports a run that ended while none was up,
+//! exactly once).
+
+mod common;
+#[path = "common/lsp.rs"]
+mod lsp;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use lsp::*;
+use serde_json::{Value, json};
+
+const FINISH: Duration = Duration::from_secs(30);
+
+fn canon(p: &Path) -> PathBuf {
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Shell lines that commit a new file `name` in the agent's working directory.
+fn commit_line(name: &str) -> String {
+    format!(
+        "echo '{name}' > '{name}.txt' && git add '{name}.txt' && git commit -q -m 'agent: {name}' || exit 1\n"
+    )
+}
+
+/// `git rev-list --reverse FROM..TO`.
+fn rev_list(env: &TestEnv, repo: &Path, from: &str, to: &str) -> Vec<String> {
+    let out = env.git(repo, &["rev-list", "--reverse", &format!("{from}..{to}")]);
+    out.lines().map(str::to_owned).collect()
+}
+
+fn run_id_of(answer: &Value) -> String {
+    s(answer, "runId").to_owned()
+}
+
+fn finished_for(id: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |p: &Value| p["runId"] == id
+}
+
+fn record(repo: &Path, run_id: &str) -> Option<Value> {
+    let bytes = std::fs::read(repo.join(format!(".slipway/runs/{run_id}.json"))).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn wait_for_file(path: &Path, timeout: Duration) {
+    assert!(
+        wait_until(timeout, || path.exists()),
+        "{} did not appear within {timeout:?}",
+        path.display()
+    );
+}
+
+fn progress_kind(r: &Received) -> Option<&str> {
+    (r.msg["method"] == "$/progress").then(|| r.msg["params"]["value"]["kind"].as_str())?
+}
+
+#[test]
+fn a_run_answers_at_once_then_reports_progress_and_finishes_with_its_commits() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let before = env.rev(&repo, "main");
+    let agent = env.script(
+        "two-commits",
+        &format!(
+            "echo 'agent starting'\n{}sleep 2\n{}echo 'agent done'\n",
+            commit_line("one"),
+            commit_line("two")
+        ),
+    );
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let sent = Instant::now();
+    let reply = lsp.request_received(
+        "workspace/executeCommand",
+        json!({
+            "command": "slipway.run",
+            "arguments": [{
+                "root": repo, "strategy": "merge-to-head",
+                "agent": command_agent(&agent), "prompt": "make two commits",
+            }],
+        }),
+    );
+    let latency = sent.elapsed();
+    let answer = into_result(reply.msg.clone())
+        .unwrap_or_else(|e| panic!("slipway.run failed: {e}\n{}", lsp.stderr()));
+    let run_id = run_id_of(&answer);
+    assert!(
+        latency < Duration::from_millis(1500),
+        "slipway.run must answer at once, not after the run ({latency:?})"
+    );
+    assert!(
+        lsp.all_with("slipway/runFinished", |_| true).is_empty(),
+        "no runFinished before the reply"
+    );
+
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        FINISH,
+        "the end of the run",
+    );
+    assert!(finished.seq > reply.seq);
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    let commits = rev_list(&env, &repo, &before, "main");
+    assert_eq!(commits.len(), 2, "both commits merged into main");
+    assert_eq!(
+        commit_shas(params),
+        commits,
+        "the two commits, oldest first"
+    );
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "main"]),
+        "agent: two"
+    );
+    assert!(!s(params, "branch").is_empty(), "{params}");
+    for key in ["preservedWorktreePath", "error"] {
+        assert!(params.get(key).is_some(), "{key} in {params}");
+    }
+    assert!(params["error"].is_null(), "{params}");
+    let worktree_path = PathBuf::from(s(params, "worktreePath"));
+    assert!(
+        worktree_path.starts_with(repo.join(".slipway/worktrees")),
+        "{params}"
+    );
+
+    // Progress: create, begin, reports (phases, iteration), end, then runFinished.
+    lsp.collect_for(Duration::from_millis(1200));
+    let history = lsp.history().to_vec();
+    let creates: Vec<&Received> = history
+        .iter()
+        .filter(|r| r.msg["method"] == "window/workDoneProgress/create")
+        .collect();
+    assert_eq!(creates.len(), 1, "one progress for one run: {creates:?}");
+    assert!(creates[0].msg.get("id").is_some(), "create is a request");
+    let token = creates[0].msg["params"]["token"].clone();
+    let progress: Vec<&Received> = history
+        .iter()
+        .filter(|r| r.msg["method"] == "$/progress" && r.msg["params"]["token"] == token)
+        .collect();
+    let kinds: Vec<&str> = progress.iter().filter_map(|r| progress_kind(r)).collect();
+    assert!(kinds.len() >= 3, "begin, reports, end: {kinds:?}");
+    assert_eq!(kinds.first(), Some(&"begin"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"end"), "{kinds:?}");
+    assert!(
+        kinds[1..kinds.len() - 1].iter().all(|k| *k == "report"),
+        "{kinds:?}"
+    );
+    assert!(creates[0].seq < progress[0].seq, "create before begin");
+    let end = progress.last().expect("end");
+    assert!(end.seq < finished.seq, "progress ends before runFinished");
+    assert_eq!(end.msg["params"]["value"]["message"], "completed");
+    let messages: Vec<String> = progress
+        .iter()
+        .filter(|r| progress_kind(r) == Some("report"))
+        .filter_map(|r| r.msg["params"]["value"]["message"].as_str())
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        messages.iter().any(|m| m == "iteration 1 of 1"),
+        "{messages:?}"
+    );
+    for phase in ["worktreeReady", "merging"] {
+        assert!(
+            messages.iter().any(|m| m.starts_with(phase)),
+            "phase {phase} reported: {messages:?}"
+        );
+    }
+    let iteration_at = progress
+        .iter()
+        .position(|r| r.msg["params"]["value"]["message"] == "iteration 1 of 1")
+        .expect("iteration");
+    let merging_at = progress
+        .iter()
+        .position(|r| {
+            r.msg["params"]["value"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("merging"))
+        })
+        .expect("merging");
+    assert!(iteration_at < merging_at, "phases in order: {messages:?}");
+    assert_eq!(
+        lsp.all_with("slipway/runFinished", finished_for(&run_id))
+            .len(),
+        1,
+        "runFinished exactly once"
+    );
+    assert_eq!(record(&repo, &run_id).expect("record")["reported"], true);
+}
+
+#[test]
+fn cancel_stops_a_stalling_run_and_kills_the_agent() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let head = env.rev(&repo, "HEAD");
+    let pid_file = env.path().join("agent.pid");
+    let child_pid_file = env.path().join("sleep.pid");
+    let agent = env.script(
+        "stall",
+        &format!(
+            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\necho 'agent started, now stalling'\nsleep 300 &\necho $! > '{}.tmp' && mv '{1}.tmp' '{1}'\nwait\n",
+            pid_file.display(),
+            child_pid_file.display()
+        ),
+    );
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let answer = lsp.ok(
+        "slipway.run",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "agent": command_agent(&agent), "prompt": "stall",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    wait_for_file(&child_pid_file, Duration::from_secs(20));
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid number");
+    let child: u32 = std::fs::read_to_string(&child_pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid number");
+    assert!(pid_alive(pid) && pid_alive(child), "the agent is running");
+
+    let sent = Instant::now();
+    let cancelled = lsp.request_received(
+        "workspace/executeCommand",
+        json!({ "command": "slipway.cancel", "arguments": [{ "runId": run_id }] }),
+    );
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "cancel answers at once"
+    );
+    let reply = into_result(cancelled.msg.clone()).unwrap_or_else(|e| panic!("cancel: {e}"));
+    assert_eq!(reply["runId"], run_id.as_str());
+    assert!(reply["status"].is_string(), "{reply}");
+
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        Duration::from_secs(20),
+        "the cancelled run",
+    );
+    assert!(finished.seq > cancelled.seq);
+    assert_eq!(
+        finished.msg["params"]["status"], "cancelled",
+        "{}",
+        finished.msg
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || !pid_alive(pid)),
+        "the agent ({pid}) is dead after cancel"
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || !pid_alive(child)),
+        "the agent's child ({child}) is dead after cancel: the whole tree is killed"
+    );
+    assert!(
+        finished.msg["params"]["commits"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+    assert_eq!(env.rev(&repo, "HEAD"), head, "nothing merged");
+}
+
+#[test]
+fn cancelling_the_progress_in_the_editor_cancels_the_run() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let pid_file = env.path().join("agent.pid");
+    let agent = env.script(
+        "stall",
+        &format!(
+            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\necho 'stalling'\nexec sleep 300\n",
+            pid_file.display()
+        ),
+    );
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let answer = lsp.ok(
+        "slipway.run",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "agent": command_agent(&agent), "prompt": "stall",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    let begin = lsp.expect_notification(
+        "$/progress",
+        |p| p["value"]["kind"] == "begin",
+        Duration::from_secs(20),
+        "the run's progress",
+    );
+    assert_eq!(
+        begin.msg["params"]["value"]["cancellable"], true,
+        "the progress offers cancel"
+    );
+    wait_for_file(&pid_file, Duration::from_secs(20));
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid number");
+    lsp.notify(
+        "window/workDoneProgress/cancel",
+        json!({ "token": begin.msg["params"]["token"] }),
+    );
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        Duration::from_secs(20),
+        "the run cancelled from the progress UI",
+    );
+    assert_eq!(
+        finished.msg["params"]["status"], "cancelled",
+        "{}",
+        finished.msg
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || !pid_alive(pid)),
+        "the agent ({pid}) is dead"
+    );
+}
+
+#[test]
+fn handoff_runs_on_an_existing_worktree_and_keeps_the_users_uncommitted_file() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "handoff/x" }),
+    );
+    let wt = canon(Path::new(s(&created, "path")));
+    let base = s(&created, "baseCommit").to_owned();
+    let notes = "notes the user left, not committed\n";
+    std::fs::write(wt.join("notes.md"), notes).expect("notes");
+    let agent = env.script(
+        "read-notes",
+        "cat notes.md > seen.txt && git add seen.txt && git commit -q -m 'agent read the notes' || exit 1\n",
+    );
+    let answer = lsp.ok(
+        "slipway.handoff",
+        json!({
+            "root": repo, "worktree": "handoff/x",
+            "agent": command_agent(&agent), "prompt": "carry on",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        FINISH,
+        "the handoff run",
+    );
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    assert_eq!(params["branch"], "handoff/x");
+    assert_eq!(canon(Path::new(s(params, "worktreePath"))), wt);
+    let commits = rev_list(&env, &repo, &base, "handoff/x");
+    assert_eq!(commits.len(), 1);
+    assert_eq!(commit_shas(params), commits);
+    assert_eq!(
+        env.git(&repo, &["show", "handoff/x:seen.txt"]),
+        notes.trim_end(),
+        "the agent saw the user's uncommitted file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.join("notes.md")).expect("notes kept"),
+        notes,
+        "the user's file is not lost"
+    );
+    assert_eq!(env.porcelain(&wt), "?? notes.md", "still uncommitted");
+    // The host's branch did not move.
+    assert_eq!(rev_list(&env, &repo, &base, "main"), Vec::<String>::new());
+}
+
+#[test]
+fn the_sidecar_answers_while_a_run_streams_output() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let agent = env.script(
+        "chatty",
+        &format!(
+            "i=0\nwhile [ $i -lt 30 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.1; done\n{}",
+            commit_line("chatty")
+        ),
+    );
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let answer = lsp.ok(
+        "slipway.run",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "agent": command_agent(&agent), "prompt": "talk",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    let mut answered = Vec::new();
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(300));
+        for (command, arg) in [
+            ("slipway.status", json!({ "path": repo })),
+            ("slipway.branches", json!({ "root": repo })),
+        ] {
+            let sent = Instant::now();
+            let reply = lsp.request_received(
+                "workspace/executeCommand",
+                json!({ "command": command, "arguments": [arg] }),
+            );
+            let took = sent.elapsed();
+            let result = into_result(reply.msg.clone())
+                .unwrap_or_else(|e| panic!("{command} failed during a run: {e}"));
+            assert!(result.is_object(), "{result}");
+            assert!(
+                took < Duration::from_secs(2),
+                "{command} took {took:?} during a run"
+            );
+            answered.push((command, reply.seq));
+        }
+    }
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        FINISH,
+        "the chatty run",
+    );
+    assert_eq!(finished.msg["params"]["status"], "completed");
+    for (command, seq) in answered {
+        assert!(
+            seq < finished.seq,
+            "{command} was answered only after the run finished"
+        );
+    }
+}
+
+#[test]
+fn a_new_sidecar_re_attaches_to_a_run_started_by_one_that_was_killed() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let before = env.rev(&repo, "main");
+    let marker = env.path().join("first-commit-done");
+    let agent = env.script(
+        "slow-two-commits",
+        &format!(
+            "{}touch '{}'\nsleep 4\n{}",
+            commit_line("one"),
+            marker.display(),
+            commit_line("two")
+        ),
+    );
+    let mut first = Lsp::start(&env, Some(&repo), true);
+    let answer = first.ok(
+        "slipway.run",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "agent": command_agent(&agent), "prompt": "walk away",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    wait_for_file(&marker, Duration::from_secs(20));
+    first.kill();
+    let rec = record(&repo, &run_id).expect("run record");
+    assert_eq!(
+        rec["state"], "running",
+        "the run outlives its sidecar: {rec}"
+    );
+
+    let mut second = Lsp::start(&env, Some(&repo), true);
+    second.expect_notification(
+        "slipway/status",
+        |p| {
+            status_runs(p)
+                .iter()
+                .any(|r| r["runId"] == run_id.as_str() && r["state"] == "running")
+        },
+        Duration::from_secs(3),
+        "the new sidecar shows the run as running",
+    );
+    let list = second.ok("slipway.list", json!({ "root": repo }));
+    assert!(
+        list["worktrees"].as_array().is_some_and(|ws| ws
+            .iter()
+            .any(|w| w["runId"] == run_id.as_str() && w["state"] == "running")),
+        "slipway.list shows the running worktree: {list}"
+    );
+    // Progress resumes in the new editor.
+    second.expect_notification(
+        "window/workDoneProgress/create",
+        |_| true,
+        Duration::from_secs(3),
+        "progress for the re-attached run",
+    );
+    let finished = second.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        FINISH,
+        "the re-attached run's end",
+    );
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    let commits = rev_list(&env, &repo, &before, "main");
+    assert_eq!(commits.len(), 2);
+    assert_eq!(commit_shas(params), commits);
+}
+
+#[test]
+fn a_run_that_ended_while_no_sidecar_was_up_is_reported_exactly_once() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let before = env.rev(&repo, "main");
+    let agent = env.script(
+        "two-commits",
+        &format!("{}sleep 1\n{}", commit_line("one"), commit_line("two")),
+    );
+    let mut first = Lsp::start(&env, Some(&repo), true);
+    let answer = first.ok(
+        "slipway.run",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "agent": command_agent(&agent), "prompt": "finish alone",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    first.kill();
+
+    assert!(
+        wait_until(FINISH, || record(&repo, &run_id)
+            .is_some_and(|r| r["state"] == "finished")),
+        "the run finished on its own: {:?}",
+        record(&repo, &run_id)
+    );
+    let rec = record(&repo, &run_id).expect("record");
+    assert_eq!(rec["reported"], false, "nobody was told yet: {rec}");
+    let commits = rev_list(&env, &repo, &before, "main");
+    assert_eq!(commits.len(), 2, "the run merged without a sidecar");
+
+    let mut second = Lsp::start(&env, Some(&repo), true);
+    let finished = second.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        Duration::from_secs(10),
+        "the run that ended while no sidecar was up",
+    );
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    assert_eq!(commit_shas(params), commits);
+    second.collect_for(Duration::from_millis(1500));
+    assert_eq!(
+        second
+            .all_with("slipway/runFinished", finished_for(&run_id))
+            .len(),
+        1,
+        "reported once by this sidecar"
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || record(&repo, &run_id)
+            .is_some_and(|r| r["reported"] == true)),
+        "the record says it was reported"
+    );
+    let exit = second.shutdown_and_exit(Duration::from_secs(5));
+    assert_eq!(exit.and_then(|e| e.code()), Some(0));
+
+    let mut third = Lsp::start(&env, Some(&repo), true);
+    // Several refresh ticks.
+    third.collect_for(Duration::from_secs(3));
+    assert!(
+        !third.all_with("slipway/status", |_| true).is_empty(),
+        "the third sidecar is up and pushing status"
+    );
+    assert_eq!(
+        third.all_with("slipway/runFinished", |_| true).len(),
+        0,
+        "a third sidecar does not report it again"
+    );
+}
