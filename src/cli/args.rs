@@ -140,9 +140,12 @@ pub struct RunArgs {
     /// Where the agent runs.
     #[arg(long, value_enum, default_value = "none")]
     pub sandbox: SandboxArg,
-    /// The container image (docker sandboxes).
+    /// The container image (docker sandboxes); it must be on the engine already.
     #[arg(long)]
     pub image: Option<String>,
+    /// The container network (docker sandboxes; default: the engine's).
+    #[arg(long)]
+    pub network: Option<String>,
     /// The agent.
     #[arg(long, value_enum, default_value = "command")]
     pub agent: AgentArg,

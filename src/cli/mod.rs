@@ -236,28 +236,31 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
             "the head strategy runs in the host checkout: --source and --copy do not apply",
         ));
     }
-    let sandbox = match args.sandbox {
-        SandboxArg::None => SandboxSpec::None,
-        other => {
+    let sandbox = match (args.sandbox, args.image.clone()) {
+        (SandboxArg::None, None) => SandboxSpec::None,
+        (SandboxArg::None, Some(_)) => {
+            return Err(CliError::new(
+                "invalidParams",
+                "--image only applies to docker sandboxes; add --sandbox docker",
+            ));
+        }
+        (SandboxArg::Docker, Some(image)) => SandboxSpec::Docker {
+            image,
+            network: args.network.clone(),
+        },
+        (SandboxArg::Docker, None) => {
+            return Err(CliError::new(
+                "invalidParams",
+                "the docker sandbox needs an image: add --image IMAGE (build one with `docker build`; nothing is pulled)",
+            ));
+        }
+        (SandboxArg::DockerIsolated, _) => {
             return Err(CliError::new(
                 "unsupported",
-                format!(
-                    "the {} sandbox is not available in this build; use --sandbox none",
-                    if other == SandboxArg::Docker {
-                        "docker"
-                    } else {
-                        "docker-isolated"
-                    }
-                ),
+                "the docker-isolated sandbox is not available in this build; use --sandbox docker or none",
             ));
         }
     };
-    if args.image.is_some() {
-        return Err(CliError::new(
-            "invalidParams",
-            "--image only applies to docker sandboxes",
-        ));
-    }
     let agent = match args.agent {
         AgentArg::Command => AgentSpec::Command {
             command: args.program.clone(),

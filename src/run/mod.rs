@@ -52,6 +52,59 @@ pub enum SandboxSpec {
     /// A host process in the worktree.
     #[default]
     None,
+    /// A Docker container (Engine API) with the worktree and the repository's
+    /// git dir bind-mounted at their own paths, git control files read-only.
+    Docker {
+        /// The image; it must be on the engine already (nothing is pulled).
+        image: String,
+        /// Network mode; `None` is the engine's default.
+        #[serde(default)]
+        network: Option<String>,
+    },
+}
+
+/// Starts the sandbox a run asked for. Docker runs first reap containers of
+/// this repository whose runs are gone.
+async fn start_sandbox(
+    spec: &SandboxSpec,
+    host: &HostRepo,
+    cwd: &Path,
+    run_id: &str,
+) -> Result<Box<dyn Sandbox>, RunError> {
+    use crate::sandbox::docker;
+    match spec {
+        SandboxSpec::None => Ok(Box::new(HostSandbox)),
+        SandboxSpec::Docker { image, network } => {
+            let scope = host.common_dir().display().to_string();
+            let engine = docker::connect().await?;
+            let slipway_dir = host.slipway_dir();
+            let mut live: Vec<String> = RunRecord::load_all(&slipway_dir)
+                .into_iter()
+                .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
+                .map(|r| r.run_id)
+                .collect();
+            live.push(run_id.to_owned());
+            if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
+                tracing::warn!("could not reap orphan containers: {e}");
+            }
+            let mut config = docker::DockerConfig::new(image.clone(), run_id);
+            config.mounts = docker::protected_mounts(host.common_dir(), cwd)?;
+            config.network = network.clone();
+            config.scope = Some(scope);
+            config.workdir = Some(cwd.to_path_buf());
+            // Git setup inside the sandbox uses a config file private to it.
+            config.env = vec![
+                ("HOME".into(), "/tmp/slipway-home".into()),
+                (
+                    "GIT_CONFIG_GLOBAL".into(),
+                    "/tmp/slipway-home/.gitconfig".into(),
+                ),
+                ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+            ];
+            let sandbox = docker::DockerSandbox::start_with(engine, config).await?;
+            Ok(Box::new(sandbox))
+        }
+    }
 }
 
 /// Commands run before the agent.
@@ -369,6 +422,13 @@ pub fn cancel(host: &HostRepo, run_id: &str) -> Result<RunState, CancelError> {
         }
     }
     Ok(RunState::Running)
+}
+
+fn sandbox_name(spec: &SandboxSpec) -> &'static str {
+    match spec {
+        SandboxSpec::None => "none",
+        SandboxSpec::Docker { .. } => "docker",
+    }
 }
 
 /// A new run id: time plus randomness, sortable.
@@ -947,9 +1007,25 @@ async fn drive(
         &env,
     )
     .await?;
-    let sandbox: Box<dyn Sandbox> = match request.sandbox {
-        SandboxSpec::None => Box::new(HostSandbox),
-    };
+    ctx.phase(
+        "sandbox",
+        format!("starting the {} sandbox", sandbox_name(&request.sandbox)),
+    );
+    let sandbox = start_sandbox(&request.sandbox, host, &place.cwd, &ctx.result.run_id).await?;
+    if matches!(request.sandbox, SandboxSpec::Docker { .. }) {
+        // The private HOME must exist before git or the agent look for it.
+        let spec = ExecSpec {
+            argv: vec!["mkdir".into(), "-p".into(), "/tmp/slipway-home".into()],
+            cwd: place.cwd.clone(),
+            env: Vec::new(),
+            stdin: None,
+        };
+        let cancel = ctx.cancel.clone();
+        if let Err(e) = run_to_end(sandbox.as_ref(), spec, request.timeouts.hook, &cancel).await {
+            sandbox.close().await;
+            return Err(e);
+        }
+    }
     let result = async {
         run_hooks(
             ctx,

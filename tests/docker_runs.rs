@@ -1,0 +1,307 @@
+//! Runs in the `docker` sandbox, end to end through the CLI, against the real
+//! engine and the local test image (`bash scripts/docker-setup.sh`). The agent
+//! is a script run inside the container. Nothing is skipped: a missing engine
+//! fails with a message that says how to start one.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const IMAGE: &str = "slipway-test:latest";
+
+fn require_engine() {
+    let out = Command::new("docker")
+        .args(["image", "inspect", IMAGE])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        _ => panic!(
+            "the Docker engine or the image {IMAGE} is missing: run `bash scripts/docker-setup.sh` (as root)"
+        ),
+    }
+}
+
+/// Containers labelled with this run's id, running or not.
+fn containers_of(run_id: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=slipway.run={run_id}"),
+        ])
+        .output()
+        .expect("docker ps");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn docker_run(env: &TestEnv, repo: &Path, extra: &[&str], script: &str) -> std::process::Output {
+    let mut args = vec![
+        "--json",
+        "run",
+        "--sandbox",
+        "docker",
+        "--image",
+        IMAGE,
+        "--network",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    env.slipway(repo, &args)
+}
+
+fn ok_json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("result json")
+}
+
+const COMMIT_TWICE: &str = "set -e\n\
+    echo one >> agent.txt; git add agent.txt; git commit -qm 'agent: first'\n\
+    echo two >> agent.txt; git commit -qam 'agent: second'\n";
+
+fn rev_list(env: &TestEnv, repo: &Path, range: &str) -> Vec<String> {
+    env.git(repo, &["rev-list", "--reverse", range])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_container_agent_commits_twice_under_each_strategy() {
+    require_engine();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+
+    // merge-to-head: commits arrive on main, the temp branch and worktree go away.
+    let base = env.rev(&repo, "HEAD");
+    let result = ok_json(&docker_run(
+        &env,
+        &repo,
+        &["--strategy", "merge-to-head"],
+        COMMIT_TWICE,
+    ));
+    assert_eq!(
+        commit_shas(&result),
+        rev_list(&env, &repo, &format!("{base}..main"))
+    );
+    assert_eq!(commit_shas(&result).len(), 2);
+    assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
+    assert!(
+        containers_of(s(&result, "runId")).is_empty(),
+        "the container is gone"
+    );
+
+    // branch: commits land on the named branch; the host branch stays.
+    let base = env.rev(&repo, "HEAD");
+    let result = ok_json(&docker_run(
+        &env,
+        &repo,
+        &["--branch", "agent/docker"],
+        COMMIT_TWICE,
+    ));
+    assert_eq!(
+        commit_shas(&result),
+        rev_list(&env, &repo, &format!("{base}..agent/docker"))
+    );
+    assert_eq!(env.rev(&repo, "main"), base);
+
+    // head: commits land straight in the host checkout.
+    let result = ok_json(&docker_run(
+        &env,
+        &repo,
+        &["--strategy", "head"],
+        COMMIT_TWICE,
+    ));
+    assert_eq!(
+        commit_shas(&result),
+        rev_list(&env, &repo, &format!("{base}..main"))
+    );
+    assert_eq!(env.porcelain(&repo), "");
+}
+
+#[test]
+fn files_the_agent_creates_belong_to_the_host_user() {
+    require_engine();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let result = ok_json(&docker_run(
+        &env,
+        &repo,
+        &["--branch", "owner"],
+        "echo x > made-in-container.txt\n",
+    ));
+    use std::os::unix::fs::MetadataExt;
+    let meta =
+        std::fs::metadata(Path::new(s(&result, "worktreePath")).join("made-in-container.txt"))
+            .expect("file");
+    // SAFETY: getuid/getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+}
+
+#[test]
+fn an_agent_that_plants_hooks_and_fsmonitor_runs_nothing_on_the_host() {
+    require_engine();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let sentinel = env.path().join("sentinel");
+    let script = format!(
+        "echo 'touch {s}' > .git-hook-attempt\n\
+         for h in post-merge post-checkout reference-transaction; do\n\
+           printf '#!/bin/sh\\ntouch {s}-$h\\n' > \"$(git rev-parse --git-common-dir)/hooks/$h\" 2>/dev/null && echo planted $h\n\
+           chmod +x \"$(git rev-parse --git-common-dir)/hooks/$h\" 2>/dev/null\n\
+         done\n\
+         git config core.fsmonitor 'touch {s}-fsmonitor' 2>/dev/null && echo fsmonitor set\n\
+         git config core.hooksPath /tmp 2>/dev/null && echo hooksPath set\n\
+         rm .git-hook-attempt\n\
+         echo work > work.txt; git add work.txt; git commit -qm work\n",
+        s = sentinel.display()
+    );
+    let result = ok_json(&docker_run(
+        &env,
+        &repo,
+        &["--strategy", "merge-to-head"],
+        &script,
+    ));
+    assert_eq!(result["merge"]["kind"], "fastForward");
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(
+        !log.contains("planted"),
+        "hooks must be read-only in the sandbox:\n{log}"
+    );
+    assert!(
+        !log.contains("fsmonitor set") && !log.contains("hooksPath set"),
+        "config is read-only:\n{log}"
+    );
+    // The merge-back and everything after ran on the host: nothing fired.
+    let fired: Vec<_> = std::fs::read_dir(env.path())
+        .expect("read")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("sentinel"))
+        .collect();
+    assert!(fired.is_empty(), "programs ran on the host: {fired:?}");
+    let config = std::fs::read_to_string(repo.join(".git/config")).expect("config");
+    assert!(!config.contains("fsmonitor") && !config.contains("hooksPath"));
+}
+
+#[test]
+fn the_ref_guard_restores_refs_moved_inside_the_container() {
+    require_engine();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let main_before = env.rev(&repo, "main");
+    let script = "set -e\necho x > x.txt; git add x.txt; git commit -qm mine\n\
+                  git update-ref refs/heads/main HEAD\ngit tag rogue\n";
+    let result = ok_json(&docker_run(&env, &repo, &["--branch", "guarded"], script));
+    assert_eq!(env.rev(&repo, "main"), main_before);
+    assert!(
+        env.git_output(&repo, &["rev-parse", "-q", "--verify", "refs/tags/rogue"])
+            .stdout
+            .is_empty()
+    );
+    let mut names: Vec<&str> = result["refsRestored"]
+        .as_array()
+        .expect("refsRestored")
+        .iter()
+        .map(|c| c["name"].as_str().expect("name"))
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["refs/heads/main", "refs/tags/rogue"]);
+}
+
+#[test]
+fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
+    require_engine();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+
+    let out = docker_run(
+        &env,
+        &repo,
+        &["--strategy", "merge-to-head", "--idle-timeout", "1"],
+        "echo draft > draft.txt; echo thinking; sleep 300",
+    );
+    assert!(!out.status.success());
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(result["status"], "timedOut");
+    assert!(
+        Path::new(s(&result, "preservedWorktreePath"))
+            .join("draft.txt")
+            .exists()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(s(&result, "preservedWorktreePath")),
+        "the error names the worktree: {stderr}"
+    );
+    assert!(containers_of(s(&result, "runId")).is_empty());
+
+    let started = Instant::now();
+    let result = ok_json(&docker_run(
+        &env,
+        &repo,
+        &["--branch", "grace", "--completion-grace", "1"],
+        "sleep 300 & echo '<promise>COMPLETE</promise>'; sleep 300",
+    ));
+    assert_eq!(result["status"], "completed");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(containers_of(s(&result, "runId")).is_empty());
+
+    let child = env
+        .slipway_cmd(&repo)
+        .args([
+            "--json",
+            "run",
+            "--run-id",
+            "run-docker-cancel",
+            "--sandbox",
+            "docker",
+            "--image",
+            IMAGE,
+            "--network",
+            "none",
+            "--branch",
+            "cancelme",
+            "--",
+            "sh",
+            "-c",
+            "echo started; sleep 300",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let log = repo.join(".slipway/logs/run-docker-cancel.log");
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("started")
+    {
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().expect("wait");
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(result["status"], "cancelled");
+    assert!(
+        containers_of("run-docker-cancel").is_empty(),
+        "cancel removes the container"
+    );
+}
