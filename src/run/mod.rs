@@ -93,12 +93,10 @@ async fn start_sandbox(
             config.scope = Some(scope);
             config.workdir = Some(cwd.to_path_buf());
             // Git setup inside the sandbox uses a config file private to it.
+            // /tmp exists in every image and is the container's own.
             config.env = vec![
-                ("HOME".into(), "/tmp/slipway-home".into()),
-                (
-                    "GIT_CONFIG_GLOBAL".into(),
-                    "/tmp/slipway-home/.gitconfig".into(),
-                ),
+                ("HOME".into(), "/tmp".into()),
+                ("GIT_CONFIG_GLOBAL".into(), "/tmp/.slipway-gitconfig".into()),
                 ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
             ];
             let sandbox = docker::DockerSandbox::start_with(engine, config).await?;
@@ -481,6 +479,46 @@ impl Ctx<'_> {
     }
 }
 
+/// What to do about processes a finished process left behind. On the host
+/// they are killed at once (nothing else would). A sandbox that kills
+/// everything when it closes only needs them killed when they hold the
+/// output open, which saves a round trip per process.
+struct StrayWatch {
+    lazy: bool,
+    at: Option<Instant>,
+}
+
+impl StrayWatch {
+    /// How long strays may hold the output of a finished process open.
+    const GRACE: Duration = Duration::from_millis(150);
+
+    fn new(sandbox: &dyn Sandbox) -> StrayWatch {
+        StrayWatch {
+            lazy: sandbox.reaps_strays_on_close(),
+            at: None,
+        }
+    }
+
+    async fn exited(&mut self, exec: &crate::sandbox::Execution) {
+        if self.lazy {
+            self.at = Some(Instant::now() + Self::GRACE);
+        } else {
+            exec.killer.kill().await;
+        }
+    }
+
+    async fn deadline(&self) {
+        match self.at {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn killed(&mut self) {
+        self.at = None;
+    }
+}
+
 /// Runs a command to completion in a sandbox, with a timeout; returns (code, output).
 async fn run_to_end(
     sandbox: &dyn Sandbox,
@@ -493,6 +531,7 @@ async fn run_to_end(
     let deadline = Instant::now() + timeout;
     let mut exit = None;
     let mut open = true;
+    let mut strays = StrayWatch::new(sandbox);
     loop {
         tokio::select! {
             ev = exec.output.recv(), if open => match ev {
@@ -502,8 +541,11 @@ async fn run_to_end(
             },
             code = &mut exec.exit, if exit.is_none() => {
                 exit = Some(code.unwrap_or(Ok(-1))?);
-                // Strays of the process group would hold the pipes open.
+                strays.exited(&exec).await;
+            },
+            () = strays.deadline(), if exit.is_some() && open => {
                 exec.killer.kill().await;
+                strays.killed();
             },
             () = tokio::time::sleep_until(deadline) => {
                 exec.killer.kill().await;
@@ -588,6 +630,7 @@ async fn run_iteration(
     let mut signal: Option<String> = None;
     let mut exit: Option<i32> = None;
     let mut open = true;
+    let mut strays = StrayWatch::new(sandbox);
     loop {
         let idle_deadline = last_output + timeouts.idle;
         let grace_deadline = last_output + timeouts.completion_grace;
@@ -602,12 +645,12 @@ async fn run_iteration(
                     for event in agent.parse_line(&line) {
                         match event {
                             AgentEvent::SessionId { id } => ctx.result.session_id = Some(id),
-                            AgentEvent::Usage { input_tokens, output_tokens } => {
+                            AgentEvent::Usage { input_tokens, output_tokens, .. } => {
                                 let u = ctx.result.usage.get_or_insert_with(Usage::default);
                                 u.input_tokens += input_tokens;
                                 u.output_tokens += output_tokens;
                             }
-                            AgentEvent::Text { .. } => {}
+                            _ => {}
                         }
                     }
                     (ctx.events)(&RunEvent::Output { line });
@@ -617,7 +660,11 @@ async fn run_iteration(
             },
             code = &mut exec.exit, if exit.is_none() => {
                 exit = Some(code.unwrap_or(Ok(-1))?);
+                strays.exited(&exec).await;
+            },
+            () = strays.deadline(), if exit.is_some() && open => {
                 exec.killer.kill().await;
+                strays.killed();
             },
             () = tokio::time::sleep_until(idle_deadline), if exit.is_none() && signal.is_none() => {
                 exec.killer.kill().await;
@@ -1012,20 +1059,6 @@ async fn drive(
         format!("starting the {} sandbox", sandbox_name(&request.sandbox)),
     );
     let sandbox = start_sandbox(&request.sandbox, host, &place.cwd, &ctx.result.run_id).await?;
-    if matches!(request.sandbox, SandboxSpec::Docker { .. }) {
-        // The private HOME must exist before git or the agent look for it.
-        let spec = ExecSpec {
-            argv: vec!["mkdir".into(), "-p".into(), "/tmp/slipway-home".into()],
-            cwd: place.cwd.clone(),
-            env: Vec::new(),
-            stdin: None,
-        };
-        let cancel = ctx.cancel.clone();
-        if let Err(e) = run_to_end(sandbox.as_ref(), spec, request.timeouts.hook, &cancel).await {
-            sandbox.close().await;
-            return Err(e);
-        }
-    }
     let result = async {
         run_hooks(
             ctx,
@@ -1085,7 +1118,7 @@ async fn drive(
                 "[slipway] iteration {iteration} of {}",
                 request.max_iterations
             ));
-            let invocation = agent.unattended(&text);
+            let invocation = agent.unattended(&text)?;
             let mut iter_env = env.clone();
             iter_env.extend(invocation.env.iter().cloned());
             iter_env.push(("SLIPWAY_ITERATION".into(), iteration.to_string()));

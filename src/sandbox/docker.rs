@@ -313,7 +313,6 @@ impl DockerSandbox {
                 }
                 Err(e) => return Err(engine_error("cannot start the container", e)),
             }
-            Self::probe(docker, &id, &config.user, &config.image).await?;
             return Ok(id);
         }
     }
@@ -382,26 +381,6 @@ impl DockerSandbox {
             ))),
             Err(e) => Err(engine_error("cannot create the container", e)),
         }
-    }
-
-    /// Checks that the image has a shell and the pid folder is writable, so a
-    /// broken image fails at start with a clear message rather than at the first hook.
-    async fn probe(docker: &Docker, id: &str, user: &str, image: &str) -> Result<(), SandboxError> {
-        let script = format!("echo ok > {STATE_DIR}/probe");
-        let (code, output) = run_quiet(docker, id, user, vec!["sh".into(), "-c".into(), script])
-            .await
-            .map_err(|e| {
-                SandboxError::Other(format!(
-                    "the container of image {image} cannot run `sh` (slipway needs a POSIX shell in the image): {e}"
-                ))
-            })?;
-        if code != 0 {
-            return Err(SandboxError::Other(format!(
-                "the container of image {image} failed its start probe (exit {code}): {}",
-                output.trim()
-            )));
-        }
-        Ok(())
     }
 
     /// The container's id.
@@ -536,6 +515,10 @@ impl DockerSandbox {
 impl Sandbox for DockerSandbox {
     fn name(&self) -> &'static str {
         "docker"
+    }
+
+    fn reaps_strays_on_close(&self) -> bool {
+        true
     }
 
     fn exec(&self, spec: ExecSpec) -> BoxFuture<'_, Result<Execution, SandboxError>> {

@@ -80,4 +80,10 @@ pub trait Sandbox: Send + Sync {
     fn exec(&self, spec: ExecSpec) -> BoxFuture<'_, Result<Execution, SandboxError>>;
     /// Tears the sandbox down (its processes too).
     fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// Whether `close` ends every process left behind, so strays of a finished
+    /// process only need killing when they hold its output open.
+    fn reaps_strays_on_close(&self) -> bool {
+        false
+    }
 }

@@ -1,0 +1,219 @@
+//! OpenAI Codex CLI (`codex`).
+//!
+//! Flags, from the Codex docs (`docs/exec.md`, `docs/config.md`) and the clap
+//! definitions in `codex-rs/exec/src/cli.rs` and `codex-rs/utils/cli`:
+//! - `codex exec`: non-interactive. A prompt of `-` is read from stdin ("If not
+//!   provided as an argument (or if `-` is used), instructions are read from
+//!   stdin").
+//! - `--json`: JSONL events on stdout (formerly `--experimental-json`).
+//! - `-m/--model`; `-c key=value` overrides `config.toml`, the value parsed as
+//!   TOML: `-c model_reasoning_effort="high"`.
+//! - `--dangerously-bypass-approvals-and-sandbox`: no approvals, no Codex sandbox
+//!   (the run is already in slipway's worktree or container; Codex's Landlock
+//!   sandbox often cannot start inside a container anyway). `-s/--sandbox
+//!   workspace-write|read-only` otherwise; `codex exec` never asks for approval,
+//!   the interactive `codex` takes `-a/--ask-for-approval on-request`.
+//! - `codex exec resume <SESSION_ID> -` continues a session; the exec options go
+//!   before `resume` ("`codex exec --model gpt-5 --json resume --last …`").
+//!   `codex exec` cannot fork; the interactive `codex fork <SESSION_ID>` can.
+//!
+//! Events (`codex-rs/exec/src/exec_events.rs`): `thread.started {thread_id}`,
+//! `turn.started`, `turn.completed {usage: {input_tokens, cached_input_tokens,
+//! output_tokens}}`, `turn.failed {error: {message}}`, `item.started` /
+//! `item.updated` / `item.completed {item}` with item types `agent_message`,
+//! `reasoning`, `command_execution`, `file_change`, `mcp_tool_call`,
+//! `web_search`, `todo_list`, `error`, and a top-level `error {message}`.
+//! Tool calls are reported once, from `item.completed` (some kinds, such as
+//! `file_change`, have no `item.started`). The final answer is the last
+//! `agent_message` of the turn, reported as `Result` at `turn.completed`.
+//! `input_tokens` already includes `cached_input_tokens`; the usage of
+//! `turn.completed` is the thread's running total, which for one `codex exec`
+//! of a new thread is the invocation's usage.
+
+use serde_json::{Value, json};
+
+use super::{
+    Agent, AgentEvent, AgentInvocation, AgentOptions, AgentSpecError, Argv, PermissionMode,
+    Resolved, SharedState, Supports, count_at, parse_json_line, push_text, str_at,
+};
+
+/// Provider name.
+pub(crate) const NAME: &str = "codex";
+
+/// Codex CLI.
+#[derive(Debug)]
+pub struct Codex {
+    cfg: Resolved,
+    state: SharedState,
+}
+
+impl Codex {
+    /// Checks the options.
+    pub fn new(opts: AgentOptions) -> Result<Codex, AgentSpecError> {
+        Ok(Codex {
+            cfg: Resolved::check(
+                NAME,
+                "codex",
+                opts,
+                Supports {
+                    effort: true,
+                    fork: true,
+                },
+            )?,
+            state: SharedState::default(),
+        })
+    }
+
+    fn common(&self, argv: &mut Argv, unattended: bool) {
+        let o = &self.cfg.opts;
+        argv.opt("-m", o.model.as_deref());
+        if let Some(effort) = &o.effort {
+            argv.opt("-c", Some(&format!("model_reasoning_effort=\"{effort}\"")));
+        }
+        match (self.cfg.permission(unattended), unattended) {
+            (PermissionMode::Bypass, _) => {
+                argv.args(["--dangerously-bypass-approvals-and-sandbox"]);
+            }
+            (PermissionMode::AcceptEdits, true) => {
+                argv.args(["--sandbox", "workspace-write"]);
+            }
+            (PermissionMode::AcceptEdits, false) => {
+                argv.args([
+                    "--sandbox",
+                    "workspace-write",
+                    "--ask-for-approval",
+                    "on-request",
+                ]);
+            }
+            (PermissionMode::Plan, true) => {
+                argv.args(["--sandbox", "read-only"]);
+            }
+            (PermissionMode::Plan, false) => {
+                argv.args(["--sandbox", "read-only", "--ask-for-approval", "on-request"]);
+            }
+            (PermissionMode::Default, _) => {}
+        }
+        argv.extend(&o.extra_args);
+    }
+}
+
+impl Agent for Codex {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn unattended(&self, prompt: &str) -> Result<AgentInvocation, AgentSpecError> {
+        let mut argv = Argv::new(&self.cfg.binary);
+        argv.args(["exec", "--json"]);
+        self.common(&mut argv, true);
+        match self.cfg.resume() {
+            Some((_, true)) => {
+                return Err(AgentSpecError::Unsupported {
+                    agent: NAME,
+                    option: "resume.fork in unattended runs",
+                    hint: "`codex exec` cannot fork a session; resume it without `fork`, \
+                           or fork it interactively with `codex fork`",
+                });
+            }
+            Some((id, false)) => {
+                argv.args(["resume", id]);
+            }
+            None => {}
+        }
+        argv.args(["-"]);
+        Ok(argv.invocation(Some(prompt)))
+    }
+
+    fn interactive(&self) -> AgentInvocation {
+        let mut argv = Argv::new(&self.cfg.binary);
+        self.common(&mut argv, false);
+        match self.cfg.resume() {
+            Some((id, true)) => argv.args(["fork", id]),
+            Some((id, false)) => argv.args(["resume", id]),
+            None => &mut argv,
+        };
+        argv.invocation(None)
+    }
+
+    fn parse_line(&self, line: &str) -> Vec<AgentEvent> {
+        parse_json_line(line, |v, out| parse(&self.state, v, out))
+    }
+}
+
+fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
+    match str_at(v, "type") {
+        Some("thread.started") => state.session(str_at(v, "thread_id"), out),
+        Some("item.completed") => {
+            if let Some(item) = v.get("item") {
+                completed_item(state, item, out);
+            }
+        }
+        Some("turn.completed") => {
+            if let Some(text) = state.take_last_text() {
+                out.push(AgentEvent::Result { text });
+            }
+            if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+                out.push(AgentEvent::Usage {
+                    input_tokens: count_at(u, "input_tokens"),
+                    output_tokens: count_at(u, "output_tokens"),
+                    cached_input_tokens: count_at(u, "cached_input_tokens"),
+                    cost_usd: None,
+                });
+            }
+        }
+        Some("turn.failed") => {
+            let message = v
+                .get("error")
+                .and_then(|e| str_at(e, "message"))
+                .unwrap_or("turn failed");
+            out.push(AgentEvent::Error {
+                message: message.to_owned(),
+            });
+        }
+        Some("error") => out.push(AgentEvent::Error {
+            message: str_at(v, "message").unwrap_or("error").to_owned(),
+        }),
+        _ => {}
+    }
+}
+
+fn completed_item(state: &SharedState, item: &Value, out: &mut Vec<AgentEvent>) {
+    let tool = |name: &str, input: Value| AgentEvent::ToolCall {
+        name: name.to_owned(),
+        input,
+    };
+    match str_at(item, "type") {
+        Some("agent_message") => {
+            let text = str_at(item, "text").unwrap_or_default();
+            push_text(out, text);
+            state.set_last_text(text);
+        }
+        Some("command_execution") => out.push(tool(
+            "command_execution",
+            json!({ "command": item.get("command").cloned().unwrap_or(Value::Null) }),
+        )),
+        Some("file_change") => out.push(tool(
+            "file_change",
+            json!({ "changes": item.get("changes").cloned().unwrap_or(Value::Null) }),
+        )),
+        Some("mcp_tool_call") => {
+            let name = format!(
+                "{}/{}",
+                str_at(item, "server").unwrap_or_default(),
+                str_at(item, "tool").unwrap_or_default()
+            );
+            out.push(tool(
+                &name,
+                item.get("arguments").cloned().unwrap_or(Value::Null),
+            ));
+        }
+        Some("web_search") => out.push(tool(
+            "web_search",
+            json!({ "query": item.get("query").cloned().unwrap_or(Value::Null) }),
+        )),
+        Some("error") => out.push(AgentEvent::Error {
+            message: str_at(item, "message").unwrap_or("error").to_owned(),
+        }),
+        _ => {}
+    }
+}

@@ -1,0 +1,582 @@
+//! Session files of the agents that keep their conversations on disk (Claude
+//! Code, Codex, Pi): find the file of a session id, and copy it to another HOME
+//! and working directory with the paths inside rewritten, so that a session
+//! started interactively in one place can be resumed in a sandbox.
+//!
+//! These are pure file operations: the HOME is always a parameter (the real
+//! user's home is never read here), and nothing but the copied files is written.
+//! The agents' own directory overrides (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+//! `PI_CODING_AGENT_DIR`) are the caller's business: pass the HOME the agent
+//! actually uses.
+//!
+//! Layouts:
+//! - Claude Code: `~/.claude/projects/<cwd with every character other than
+//!   ASCII letters and digits replaced by '-'>/<id>.jsonl`, plus an optional
+//!   `<id>/` directory beside it (sub-agent transcripts, large tool results).
+//!   Names longer than 200 characters are cut and given a hash suffix by Claude
+//!   Code; such a directory is found by its prefix.
+//! - Codex: `~/.codex/sessions/YYYY/MM/DD/rollout-<timestamp>-<id>.jsonl`; the
+//!   date folders do not depend on the cwd, so a copy keeps its relative path.
+//! - Pi: `~/.pi/agent/sessions/--<cwd without its leading '/', with '/', '\' and
+//!   ':' replaced by '-'>--/<timestamp>_<id>.jsonl`
+//!   (`getDefaultSessionDir` in `session-manager.ts`).
+//!
+//! Inside the files, paths are JSON strings (`"cwd":"/repo/wt"`, file paths in
+//! tool calls, text that mentions them). The copy replaces the old working
+//! directory with the new one where it appears as a whole path or a path prefix
+//! (`/repo/wt`, `/repo/wt/src/x.rs`, but not `/repo/wt2`), in the JSON-escaped
+//! form the file uses.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Claude Code's limit on a project directory name before it adds a hash.
+const CLAUDE_MAX_DIR_NAME: usize = 200;
+
+/// An agent's session store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionStore {
+    /// `~/.claude/projects`.
+    ClaudeCode,
+    /// `~/.codex/sessions`.
+    Codex,
+    /// `~/.pi/agent/sessions`.
+    Pi,
+}
+
+/// Where an agent runs: its HOME and its working directory (both absolute).
+#[derive(Debug, Clone, Copy)]
+pub struct SessionPlace<'a> {
+    /// The agent's HOME.
+    pub home: &'a Path,
+    /// The agent's working directory (the worktree).
+    pub cwd: &'a Path,
+}
+
+/// A session that cannot be found or copied.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The id could be a path: refused.
+    #[error("`{0}` is not a session id (letters, digits, `-`, `_`, `.` and `:` only)")]
+    InvalidId(String),
+    /// A HOME or cwd that is not usable.
+    #[error("{path}: {reason}")]
+    InvalidPath {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
+    /// No file for that id.
+    #[error("no {agent} session `{id}` under {searched}")]
+    NotFound {
+        /// Agent name.
+        agent: &'static str,
+        /// Session id.
+        id: String,
+        /// Where slipway looked.
+        searched: PathBuf,
+    },
+    /// Reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl SessionError {
+    /// A stable name for the protocol's `data.kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SessionError::InvalidId(_) | SessionError::InvalidPath { .. } => "invalidParams",
+            SessionError::NotFound { .. } => "sessionNotFound",
+            SessionError::Io { .. } => "io",
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SessionError + '_ {
+    move |source| SessionError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl SessionStore {
+    /// The agent's name.
+    pub fn agent(self) -> &'static str {
+        match self {
+            SessionStore::ClaudeCode => "claude-code",
+            SessionStore::Codex => "codex",
+            SessionStore::Pi => "pi",
+        }
+    }
+
+    /// The directory holding all sessions under `home`.
+    pub fn root(self, home: &Path) -> PathBuf {
+        match self {
+            SessionStore::ClaudeCode => home.join(".claude").join("projects"),
+            SessionStore::Codex => home.join(".codex").join("sessions"),
+            SessionStore::Pi => home.join(".pi").join("agent").join("sessions"),
+        }
+    }
+
+    /// The session file of `session_id` for an agent that ran with `home` in
+    /// `cwd`. Looks in the cwd's folder first, then in the whole store (a
+    /// session can be resumed from another directory).
+    pub fn locate(
+        self,
+        home: &Path,
+        cwd: &Path,
+        session_id: &str,
+    ) -> Result<PathBuf, SessionError> {
+        check_id(session_id)?;
+        let root = self.root(home);
+        let found = match self {
+            SessionStore::ClaudeCode => {
+                let file = format!("{session_id}.jsonl");
+                let name = claude_project_dir_name(&utf8(cwd)?);
+                let direct = root.join(&name).join(&file);
+                if direct.is_file() {
+                    Some(direct)
+                } else {
+                    find_in_subdirs(&root, |f| f == file)?
+                }
+            }
+            SessionStore::Codex => {
+                let suffix = format!("-{session_id}.jsonl");
+                find_recursive(&root, 4, &|f: &str| {
+                    f.starts_with("rollout-") && f.ends_with(&suffix)
+                })?
+            }
+            SessionStore::Pi => {
+                let suffix = format!("_{session_id}.jsonl");
+                let dir = root.join(pi_session_dir_name(&utf8(cwd)?));
+                match find_in_dir(&dir, |f| f.ends_with(&suffix))? {
+                    Some(found) => Some(found),
+                    None => find_in_subdirs(&root, |f| f.ends_with(&suffix))?,
+                }
+            }
+        };
+        found.ok_or_else(|| SessionError::NotFound {
+            agent: self.agent(),
+            id: session_id.to_owned(),
+            searched: root,
+        })
+    }
+
+    /// Copies the session `session_id` from where it was (`from`) to where the
+    /// agent will resume it (`to`): the file goes where the agent looks for it
+    /// under `to.home` for `to.cwd`, with every path under `from.cwd` rewritten
+    /// to the same path under `to.cwd`. An existing copy is replaced (written to
+    /// a temporary file, then renamed). Returns the new file.
+    pub fn copy(
+        self,
+        session_id: &str,
+        from: SessionPlace<'_>,
+        to: SessionPlace<'_>,
+    ) -> Result<PathBuf, SessionError> {
+        let old_cwd = absolute_dir(from.cwd)?;
+        let new_cwd = absolute_dir(to.cwd)?;
+        absolute_dir(to.home)?;
+        let source = self.locate(from.home, from.cwd, session_id)?;
+        let file_name =
+            source
+                .file_name()
+                .map(|n| n.to_owned())
+                .ok_or_else(|| SessionError::InvalidPath {
+                    path: source.clone(),
+                    reason: "session file has no name",
+                })?;
+        let dest_root = self.root(to.home);
+        let dest_dir = match self {
+            SessionStore::ClaudeCode => claude_dest_dir(&dest_root, &new_cwd)?,
+            SessionStore::Codex => {
+                let src_root = self.root(from.home);
+                let relative = source
+                    .parent()
+                    .and_then(|p| p.strip_prefix(&src_root).ok())
+                    .unwrap_or(Path::new(""));
+                dest_root.join(relative)
+            }
+            SessionStore::Pi => dest_root.join(pi_session_dir_name(&new_cwd)),
+        };
+        let dest = dest_dir.join(&file_name);
+        copy_rewritten(&source, &dest, &old_cwd, &new_cwd)?;
+        if self == SessionStore::ClaudeCode {
+            let side = source.with_extension("");
+            if side.is_dir() {
+                copy_tree_rewritten(&side, &dest_dir.join(session_id), &old_cwd, &new_cwd)?;
+            }
+        }
+        Ok(dest)
+    }
+}
+
+/// Claude Code's project directory name for `cwd`: every UTF-16 code unit that
+/// is not an ASCII letter or digit becomes `-` (as `cwd.replace(/[^a-zA-Z0-9]/g,
+/// "-")` does). Names over 200 characters get a hash suffix from Claude Code
+/// that is not reproduced here (see [`SessionStore::copy`]).
+pub fn claude_project_dir_name(cwd: &str) -> String {
+    let mut out = String::with_capacity(cwd.len());
+    for c in cwd.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            for _ in 0..c.len_utf16() {
+                out.push('-');
+            }
+        }
+    }
+    out
+}
+
+/// Pi's session directory name for `cwd`: `--` + the cwd without a leading
+/// `/` or `\`, with `/`, `\` and `:` replaced by `-` + `--`.
+pub fn pi_session_dir_name(cwd: &str) -> String {
+    let trimmed = cwd
+        .strip_prefix('/')
+        .or_else(|| cwd.strip_prefix('\\'))
+        .unwrap_or(cwd);
+    let body: String = trimmed
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("--{body}--")
+}
+
+/// Replaces the path `from` by `to` in JSON text, where `from` appears (JSON
+/// escaped) as a whole path or as the prefix of a longer path: the match must
+/// not be preceded or followed by a character that would make it part of
+/// another name (`/repo/wt` matches in `"/repo/wt"` and `"/repo/wt/src"`, not in
+/// `"/repo/wt2"` or `"/x/repo/wt"`). Both the plain UTF-8 form and the
+/// `\uXXXX`-escaped form of non-ASCII characters are handled.
+pub fn rewrite_paths(text: &[u8], from: &str, to: &str) -> Vec<u8> {
+    let from = from.trim_end_matches('/');
+    let to = to.trim_end_matches('/');
+    if from.is_empty() || from == to {
+        return text.to_vec();
+    }
+    let mut out = replace_bounded(
+        text,
+        json_escape(from, false).as_bytes(),
+        json_escape(to, false).as_bytes(),
+    );
+    let (from_ascii, to_ascii) = (json_escape(from, true), json_escape(to, true));
+    if from_ascii != json_escape(from, false) {
+        out = replace_bounded(&out, from_ascii.as_bytes(), to_ascii.as_bytes());
+    }
+    out
+}
+
+/// `s` as it appears inside a JSON string.
+fn json_escape(s: &str, ascii_only: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if ascii_only && !c.is_ascii() => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A byte that continues a file name (so a match next to it is not a whole path).
+fn continues_name(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'.' | b'_' | b'-' | b'+' | b'~' | b'@' | b'%' | b'=' | b','
+        )
+        || b >= 0x80
+}
+
+fn replace_bounded(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i + from.len() <= text.len() {
+        if &text[i..i + from.len()] == from {
+            let before_ok = i == 0 || !continues_name(text[i - 1]);
+            let after_ok = text.get(i + from.len()).is_none_or(|b| !continues_name(*b));
+            if before_ok && after_ok {
+                out.extend_from_slice(&text[copied..i]);
+                out.extend_from_slice(to);
+                i += from.len();
+                copied = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.extend_from_slice(&text[copied..]);
+    out
+}
+
+fn check_id(id: &str) -> Result<(), SessionError> {
+    let mut chars = id.chars();
+    let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        && id.len() <= 256;
+    if ok {
+        Ok(())
+    } else {
+        Err(SessionError::InvalidId(id.to_owned()))
+    }
+}
+
+fn utf8(path: &Path) -> Result<String, SessionError> {
+    path.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| SessionError::InvalidPath {
+            path: path.to_owned(),
+            reason: "not valid UTF-8",
+        })
+}
+
+/// An absolute path other than `/`, as UTF-8 without a trailing `/`.
+fn absolute_dir(path: &Path) -> Result<String, SessionError> {
+    let s = utf8(path)?;
+    let trimmed = s.trim_end_matches('/');
+    if !path.is_absolute() || trimmed.is_empty() {
+        return Err(SessionError::InvalidPath {
+            path: path.to_owned(),
+            reason: "must be an absolute path other than /",
+        });
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// The Claude Code project directory for `cwd` under `root`; for a name past
+/// Claude Code's length limit, the one existing directory with its prefix.
+fn claude_dest_dir(root: &Path, cwd: &str) -> Result<PathBuf, SessionError> {
+    let name = claude_project_dir_name(cwd);
+    if name.len() <= CLAUDE_MAX_DIR_NAME {
+        return Ok(root.join(name));
+    }
+    let prefix = format!("{}-", &name[..CLAUDE_MAX_DIR_NAME]);
+    let mut matches = Vec::new();
+    if let Ok(entries) = fs::read_dir(root) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+            {
+                matches.push(entry.path());
+            }
+        }
+    }
+    match <[PathBuf; 1]>::try_from(matches) {
+        Ok([dir]) => Ok(dir),
+        Err(_) => Err(SessionError::InvalidPath {
+            path: PathBuf::from(cwd),
+            reason: "Claude Code shortens project directory names over 200 characters with a \
+                     hash slipway cannot compute; start claude once in this directory first",
+        }),
+    }
+}
+
+fn find_in_dir(
+    dir: &Path,
+    matches: impl Fn(&str) -> bool,
+) -> Result<Option<PathBuf>, SessionError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.file_name().to_str().is_some_and(&matches))
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    Ok(found.pop())
+}
+
+fn find_in_subdirs(
+    root: &Path,
+    matches: impl Fn(&str) -> bool,
+) -> Result<Option<PathBuf>, SessionError> {
+    let entries = match fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(root)(e)),
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        if let Some(found) = find_in_dir(&dir, &matches)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+fn find_recursive(
+    dir: &Path,
+    depth: usize,
+    matches: &dyn Fn(&str) -> bool,
+) -> Result<Option<PathBuf>, SessionError> {
+    if let Some(found) = find_in_dir(dir, matches)? {
+        return Ok(Some(found));
+    }
+    if depth == 0 {
+        return Ok(None);
+    }
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    // Newest date folders first.
+    dirs.sort();
+    dirs.reverse();
+    for sub in dirs {
+        if let Some(found) = find_recursive(&sub, depth - 1, matches)? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+/// Copies `source` to `dest` with paths rewritten, through a temporary file.
+fn copy_rewritten(source: &Path, dest: &Path, from: &str, to: &str) -> Result<(), SessionError> {
+    let bytes = fs::read(source).map_err(io_err(source))?;
+    let text_like = matches!(
+        source.extension().and_then(|e| e.to_str()),
+        Some("jsonl" | "json")
+    );
+    let rewritten = if text_like {
+        rewrite_paths(&bytes, from, to)
+    } else {
+        bytes
+    };
+    let dir = dest.parent().ok_or_else(|| SessionError::InvalidPath {
+        path: dest.to_owned(),
+        reason: "no parent directory",
+    })?;
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let mut tmp_name = dest.file_name().map(|n| n.to_owned()).unwrap_or_default();
+    tmp_name.push(format!(".slipway-tmp-{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let written = (|| -> io::Result<()> {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(&rewritten)?;
+        file.sync_all()?;
+        fs::rename(&tmp, dest)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(dest)(e));
+    }
+    Ok(())
+}
+
+fn copy_tree_rewritten(
+    source: &Path,
+    dest: &Path,
+    from: &str,
+    to: &str,
+) -> Result<(), SessionError> {
+    fs::create_dir_all(dest).map_err(io_err(dest))?;
+    for entry in fs::read_dir(source).map_err(io_err(source))? {
+        let entry = entry.map_err(io_err(source))?;
+        let kind = entry.file_type().map_err(io_err(&entry.path()))?;
+        let target = dest.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree_rewritten(&entry.path(), &target, from, to)?;
+        } else if kind.is_file() {
+            copy_rewritten(&entry.path(), &target, from, to)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(text: &str, from: &str, to: &str) -> String {
+        String::from_utf8(rewrite_paths(text.as_bytes(), from, to)).expect("utf-8")
+    }
+
+    #[test]
+    fn rewrites_whole_paths_and_prefixes_only() {
+        let line = r#"{"cwd":"/r/wt","f":"/r/wt/src/a.rs","g":"/r/wt2/x","h":"/x/r/wt","i":"cd /r/wt && ls","j":"/r/wt-old"}"#;
+        assert_eq!(
+            rw(line, "/r/wt", "/n/new"),
+            r#"{"cwd":"/n/new","f":"/n/new/src/a.rs","g":"/r/wt2/x","h":"/x/r/wt","i":"cd /n/new && ls","j":"/r/wt-old"}"#
+        );
+    }
+
+    #[test]
+    fn rewrites_escaped_forms() {
+        // A path with a quote and a backslash, as JSON escapes them.
+        let from = "/r/a\"b\\c";
+        let line = format!(
+            r#"{{"cwd":{}}}"#,
+            serde_json::to_string(from).expect("json")
+        );
+        assert_eq!(rw(&line, from, "/n"), r#"{"cwd":"/n"}"#);
+        // Non-ASCII written as \u escapes (Python's json.dumps does this).
+        assert_eq!(
+            rw(r#"{"cwd":"/r/caf\u00e9/x"}"#, "/r/café", "/n/thé"),
+            r#"{"cwd":"/n/th\u00e9/x"}"#
+        );
+        assert_eq!(
+            rw(r#"{"cwd":"/r/café/x"}"#, "/r/café", "/n/thé"),
+            r#"{"cwd":"/n/thé/x"}"#
+        );
+    }
+
+    #[test]
+    fn same_path_is_a_plain_copy() {
+        assert_eq!(rw("/a/b", "/a/b", "/a/b/"), "/a/b");
+    }
+
+    #[test]
+    fn directory_names() {
+        assert_eq!(
+            claude_project_dir_name("/home/u/my_repo.v2"),
+            "-home-u-my-repo-v2"
+        );
+        assert_eq!(claude_project_dir_name("/a/é/😀"), "-a-----");
+        assert_eq!(pi_session_dir_name("/home/u/proj"), "--home-u-proj--");
+        assert_eq!(pi_session_dir_name("C:\\work\\x"), "--C--work-x--");
+    }
+}
