@@ -152,6 +152,15 @@ pub struct RunArgs {
     /// The agent's model.
     #[arg(long)]
     pub model: Option<String>,
+    /// The agent's reasoning effort (or variant), in its own words.
+    #[arg(long)]
+    pub effort: Option<String>,
+    /// Continue this agent session (Claude Code, Codex, OpenCode, Pi, Cursor, Copilot).
+    #[arg(long, value_name = "SESSION_ID")]
+    pub resume: Option<String>,
+    /// With --resume: fork the session instead of continuing it.
+    #[arg(long, requires = "resume")]
+    pub fork: bool,
     /// The prompt, used literally.
     #[arg(long, conflicts_with = "prompt_file")]
     pub prompt: Option<String>,
@@ -188,7 +197,8 @@ pub struct RunArgs {
     /// Run the request in this JSON file (written by the sidecar for detached runs).
     #[arg(long, hide = true, value_name = "FILE")]
     pub request_file: Option<PathBuf>,
-    /// The program of the `command` agent and its arguments.
+    /// The program of the `command` agent and its arguments; for other agents,
+    /// extra arguments passed to the agent's CLI.
     #[arg(last = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use serde::Serialize;
 use slipway::agent::AgentSpec;
 use slipway::agent::prompt::PromptSource;
@@ -262,24 +262,42 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         }
     };
     let agent = match args.agent {
-        AgentArg::Command => AgentSpec::Command {
-            command: args.program.clone(),
-        },
+        AgentArg::Command => {
+            if args.model.is_some() || args.effort.is_some() || args.resume.is_some() {
+                return Err(CliError::new(
+                    "invalidParams",
+                    "--model, --effort and --resume do not apply to the command agent",
+                ));
+            }
+            AgentSpec::Command {
+                command: args.program.clone(),
+            }
+        }
         other => {
-            return Err(CliError::new(
-                "unsupported",
-                format!(
-                    "the {other:?} agent is not available in this build; use --agent command -- PROGRAM"
-                ),
-            ));
+            let name = other
+                .to_possible_value()
+                .map(|v| v.get_name().to_owned())
+                .unwrap_or_default();
+            let options = slipway::agent::AgentOptions {
+                model: args.model.clone(),
+                effort: args.effort.clone(),
+                resume: args
+                    .resume
+                    .clone()
+                    .map(|session_id| slipway::agent::ResumeSpec {
+                        session_id,
+                        fork: args.fork,
+                    }),
+                extra_args: args.program.clone(),
+                ..Default::default()
+            };
+            let spec = AgentSpec::named(&name, options)
+                .map_err(|e| CliError::new(e.kind(), e.to_string()))?;
+            spec.build()
+                .map_err(|e| CliError::new(e.kind(), e.to_string()))?;
+            spec
         }
     };
-    if args.model.is_some() {
-        return Err(CliError::new(
-            "invalidParams",
-            "--model does not apply to the command agent",
-        ));
-    }
     let prompt = match (args.prompt, args.prompt_file) {
         (Some(text), None) => PromptSource::Inline(text),
         (None, Some(file)) => PromptSource::File(file),

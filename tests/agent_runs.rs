@@ -1,0 +1,165 @@
+//! A full run with a provider agent: a fake `claude` on PATH that speaks Claude
+//! Code's stream-json, edits and commits, and records the command line it got.
+//! The run captures the session id and usage; a second run resumes the session.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// Installs a fake `claude` in `bin` that answers like Claude Code's stream-json.
+fn fake_claude(env: &TestEnv) -> std::path::PathBuf {
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let argv_log = env.path().join("claude-argv.log");
+    let script = format!(
+        r#"#!/bin/sh
+printf '%s\n' "$*" >> '{argv}'
+prompt=$(cat)
+sid=11111111-2222-3333-4444-555555555555
+case "$*" in *--resume*) sid=$(printf '%s' "$*" | sed 's/.*--resume \([^ ]*\).*/\1/');; esac
+echo '{{"type":"system","subtype":"init","session_id":"'$sid'","model":"fake"}}'
+echo "$prompt" >> claude-notes.txt
+git add claude-notes.txt && git commit -qm "claude: $prompt"
+echo '{{"type":"assistant","message":{{"content":[{{"type":"text","text":"done"}}]}},"session_id":"'$sid'"}}'
+echo '{{"type":"result","subtype":"success","is_error":false,"result":"All done. <promise>COMPLETE</promise>","session_id":"'$sid'","usage":{{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}},"total_cost_usd":0.01}}'
+"#,
+        argv = argv_log.display()
+    );
+    let path = bin.join("claude");
+    std::fs::write(&path, script).expect("write fake claude");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    bin
+}
+
+fn run_with_path(env: &TestEnv, repo: &Path, bin: &Path, args: &[&str]) -> serde_json::Value {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = env
+        .slipway_cmd(repo)
+        .env("PATH", path)
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("slipway runs");
+    assert!(
+        out.status.success(),
+        "run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn a_claude_code_run_captures_its_session_and_a_second_run_resumes_it() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let bin = fake_claude(&env);
+    let first = run_with_path(
+        &env,
+        &repo,
+        &bin,
+        &[
+            "run",
+            "--agent",
+            "claude-code",
+            "--model",
+            "sonnet",
+            "--branch",
+            "agent/claude",
+            "--prompt",
+            "fix the bug",
+        ],
+    );
+    assert_eq!(first["sessionId"], "11111111-2222-3333-4444-555555555555");
+    assert_eq!(first["usage"]["inputTokens"], 10);
+    assert_eq!(first["usage"]["outputTokens"], 5);
+    assert_eq!(first["completionSignal"], "<promise>COMPLETE</promise>");
+    assert_eq!(commit_shas(&first).len(), 1);
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "agent/claude"]),
+        "claude: fix the bug"
+    );
+
+    let argv = std::fs::read_to_string(env.path().join("claude-argv.log")).expect("argv log");
+    let first_line = argv.lines().next().expect("one call");
+    for flag in [
+        "-p",
+        "--output-format stream-json",
+        "--verbose",
+        "--model sonnet",
+        "--permission-mode bypassPermissions",
+    ] {
+        assert!(
+            first_line.contains(flag),
+            "{flag} missing from: {first_line}"
+        );
+    }
+    assert!(
+        !first_line.contains("fix the bug"),
+        "the prompt goes on stdin, not argv: {first_line}"
+    );
+
+    let second = run_with_path(
+        &env,
+        &repo,
+        &bin,
+        &[
+            "run",
+            "--agent",
+            "claude-code",
+            "--branch",
+            "agent/claude",
+            "--prompt",
+            "and the docs",
+            "--resume",
+            "11111111-2222-3333-4444-555555555555",
+        ],
+    );
+    assert_eq!(second["sessionId"], "11111111-2222-3333-4444-555555555555");
+    let argv = std::fs::read_to_string(env.path().join("claude-argv.log")).expect("argv log");
+    assert!(
+        argv.lines()
+            .nth(1)
+            .expect("second call")
+            .contains("--resume 11111111-2222-3333-4444-555555555555")
+    );
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "agent/claude"]),
+        "claude: and the docs"
+    );
+}
+
+#[test]
+fn bad_agent_options_fail_before_anything_runs() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--agent",
+            "claude-code",
+            "--model=--evil",
+            "--branch",
+            "x",
+            "--prompt",
+            "p",
+        ],
+    );
+    assert_eq!(err["kind"], "invalidParams", "{err}");
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run", "--agent", "command", "--model", "x", "--branch", "x", "--", "true",
+        ],
+    );
+    assert_eq!(err["kind"], "invalidParams");
+    assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
+}
