@@ -15,6 +15,7 @@ apt_install() {
 need git || apt_install git
 need cargo || { echo "test.sh: cargo is required (https://rustup.rs)" >&2; exit 1; }
 bash scripts/docker-setup.sh  # the docker sandbox tests need a real engine and the local test image
+bash scripts/docker-remote-setup.sh  # a second engine on loopback TCP for the docker-isolated tests
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -254,10 +254,14 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
                 "the docker sandbox needs an image: add --image IMAGE (build one with `docker build`; nothing is pulled)",
             ));
         }
-        (SandboxArg::DockerIsolated, _) => {
+        (SandboxArg::DockerIsolated, Some(image)) => SandboxSpec::DockerIsolated {
+            image,
+            network: args.network.clone(),
+        },
+        (SandboxArg::DockerIsolated, None) => {
             return Err(CliError::new(
-                "unsupported",
-                "the docker-isolated sandbox is not available in this build; use --sandbox docker or none",
+                "invalidParams",
+                "the docker-isolated sandbox needs an image: add --image IMAGE (nothing is pulled)",
             ));
         }
     };

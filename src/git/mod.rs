@@ -6,6 +6,7 @@
 //! never invoked on the host.
 
 pub mod branches;
+pub mod bundle;
 pub mod merge;
 pub mod policy;
 pub mod refname;

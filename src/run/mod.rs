@@ -61,46 +61,103 @@ pub enum SandboxSpec {
         #[serde(default)]
         network: Option<String>,
     },
+    /// A Docker container that sees no host path: code goes in as a git bundle
+    /// plus files, commits and files come back. Works with a remote engine.
+    DockerIsolated {
+        /// The image; it must be on the engine already (nothing is pulled).
+        image: String,
+        /// Network mode; `None` is the engine's default.
+        #[serde(default)]
+        network: Option<String>,
+    },
 }
 
-/// Starts the sandbox a run asked for. Docker runs first reap containers of
-/// this repository whose runs are gone.
+/// A started sandbox; the isolated one also brings work back before closing.
+enum ActiveSandbox {
+    Plain(Box<dyn Sandbox>),
+    Isolated(Box<crate::sandbox::isolated::IsolatedSandbox>),
+}
+
+impl ActiveSandbox {
+    fn as_dyn(&self) -> &dyn Sandbox {
+        match self {
+            ActiveSandbox::Plain(s) => s.as_ref(),
+            ActiveSandbox::Isolated(s) => s.as_ref(),
+        }
+    }
+}
+
+/// The container configuration every Docker sandbox of a run shares, after
+/// reaping containers of this repository whose runs are gone.
+async fn docker_config(
+    host: &HostRepo,
+    image: &str,
+    network: &Option<String>,
+    run_id: &str,
+) -> Result<crate::sandbox::docker::DockerConfig, RunError> {
+    use crate::sandbox::docker;
+    let scope = host.common_dir().display().to_string();
+    let engine = docker::connect().await?;
+    let mut live: Vec<String> = RecordList::live_runs(&host.slipway_dir());
+    live.push(run_id.to_owned());
+    if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
+        tracing::warn!("could not reap orphan containers: {e}");
+    }
+    let mut config = docker::DockerConfig::new(image.to_owned(), run_id);
+    config.network = network.clone();
+    config.scope = Some(scope);
+    // /tmp exists in every image and is the container's own; git setup inside
+    // the sandbox uses a config file private to it.
+    config.env = vec![
+        ("HOME".into(), "/tmp".into()),
+        ("GIT_CONFIG_GLOBAL".into(), "/tmp/.slipway-gitconfig".into()),
+        ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+    ];
+    Ok(config)
+}
+
+/// Run records in the `running` state whose process is alive.
+struct RecordList;
+
+impl RecordList {
+    fn live_runs(slipway_dir: &Path) -> Vec<String> {
+        RunRecord::load_all(slipway_dir)
+            .into_iter()
+            .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
+            .map(|r| r.run_id)
+            .collect()
+    }
+}
+
+/// Starts the sandbox a run asked for.
 async fn start_sandbox(
     spec: &SandboxSpec,
     host: &HostRepo,
-    cwd: &Path,
+    place: &Place,
     run_id: &str,
-) -> Result<Box<dyn Sandbox>, RunError> {
-    use crate::sandbox::docker;
+) -> Result<ActiveSandbox, RunError> {
+    use crate::sandbox::{docker, isolated};
     match spec {
-        SandboxSpec::None => Ok(Box::new(HostSandbox)),
+        SandboxSpec::None => Ok(ActiveSandbox::Plain(Box::new(HostSandbox))),
         SandboxSpec::Docker { image, network } => {
-            let scope = host.common_dir().display().to_string();
-            let engine = docker::connect().await?;
-            let slipway_dir = host.slipway_dir();
-            let mut live: Vec<String> = RunRecord::load_all(&slipway_dir)
-                .into_iter()
-                .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
-                .map(|r| r.run_id)
-                .collect();
-            live.push(run_id.to_owned());
-            if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
-                tracing::warn!("could not reap orphan containers: {e}");
+            let mut config = docker_config(host, image, network, run_id).await?;
+            config.mounts = docker::protected_mounts(host.common_dir(), &place.cwd)?;
+            config.workdir = Some(place.cwd.clone());
+            let sandbox = docker::DockerSandbox::start(config).await?;
+            Ok(ActiveSandbox::Plain(Box::new(sandbox)))
+        }
+        SandboxSpec::DockerIsolated { image, network } => {
+            if place.record.is_none() {
+                return Err(RunError::Invalid(
+                    "the docker-isolated sandbox copies code in and out of a worktree; use the merge-to-head or branch strategy, not head".into(),
+                ));
             }
-            let mut config = docker::DockerConfig::new(image.clone(), run_id);
-            config.mounts = docker::protected_mounts(host.common_dir(), cwd)?;
-            config.network = network.clone();
-            config.scope = Some(scope);
-            config.workdir = Some(cwd.to_path_buf());
-            // Git setup inside the sandbox uses a config file private to it.
-            // /tmp exists in every image and is the container's own.
-            config.env = vec![
-                ("HOME".into(), "/tmp".into()),
-                ("GIT_CONFIG_GLOBAL".into(), "/tmp/.slipway-gitconfig".into()),
-                ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
-            ];
-            let sandbox = docker::DockerSandbox::start_with(engine, config).await?;
-            Ok(Box::new(sandbox))
+            let (seed, base) = isolated::build_seed(&place.cwd, &place.branch, &place.copied)?;
+            let config = docker_config(host, image, network, run_id).await?;
+            let sandbox =
+                isolated::IsolatedSandbox::start(config, &place.cwd, &place.branch, seed, base)
+                    .await?;
+            Ok(ActiveSandbox::Isolated(Box::new(sandbox)))
         }
     }
 }
@@ -426,6 +483,7 @@ fn sandbox_name(spec: &SandboxSpec) -> &'static str {
     match spec {
         SandboxSpec::None => "none",
         SandboxSpec::Docker { .. } => "docker",
+        SandboxSpec::DockerIsolated { .. } => "docker-isolated",
     }
 }
 
@@ -730,6 +788,8 @@ struct Place {
     /// The worktree was handed in and stays after the run.
     handle: bool,
     lock: BranchLock,
+    /// Top-level paths copied into the worktree (they also go into isolated sandboxes).
+    copied: Vec<String>,
 }
 
 fn prepare_place(host: &HostRepo, request: &RunRequest) -> Result<(Place, Vec<String>), RunError> {
@@ -744,6 +804,7 @@ fn prepare_place(host: &HostRepo, request: &RunRequest) -> Result<(Place, Vec<St
                 record: Some(record),
                 handle: true,
                 lock,
+                copied: request.copy.clone(),
             },
             Vec::new(),
         ));
@@ -759,6 +820,7 @@ fn prepare_place(host: &HostRepo, request: &RunRequest) -> Result<(Place, Vec<St
                     record: None,
                     handle: false,
                     lock,
+                    copied: Vec::new(),
                 },
                 Vec::new(),
             ));
@@ -794,6 +856,7 @@ fn prepare_place(host: &HostRepo, request: &RunRequest) -> Result<(Place, Vec<St
             record: Some(created.record),
             handle: false,
             lock,
+            copied: created.copy.copied.clone(),
         },
         created.notes,
     ))
@@ -1058,11 +1121,12 @@ async fn drive(
         "sandbox",
         format!("starting the {} sandbox", sandbox_name(&request.sandbox)),
     );
-    let sandbox = start_sandbox(&request.sandbox, host, &place.cwd, &ctx.result.run_id).await?;
+    let active = start_sandbox(&request.sandbox, host, place, &ctx.result.run_id).await?;
+    let sandbox = active.as_dyn();
     let result = async {
         run_hooks(
             ctx,
-            sandbox.as_ref(),
+            sandbox,
             "sandbox.on_sandbox_ready",
             &request.hooks.sandbox_on_sandbox_ready,
             &place.cwd,
@@ -1079,7 +1143,7 @@ async fn drive(
                 env: env.clone(),
                 stdin: None,
             };
-            match run_to_end(sandbox.as_ref(), spec, request.timeouts.hook, cancel).await? {
+            match run_to_end(sandbox, spec, request.timeouts.hook, cancel).await? {
                 None => {
                     return Err(RunError::HookTimeout {
                         stage: "prompt command",
@@ -1128,7 +1192,7 @@ async fn drive(
                 env: iter_env,
                 stdin: invocation.stdin.map(String::into_bytes),
             };
-            match run_iteration(ctx, sandbox.as_ref(), agent, spec, iteration, &signals).await? {
+            match run_iteration(ctx, sandbox, agent, spec, iteration, &signals).await? {
                 IterationEnd::Signalled(signal) => {
                     ctx.result.completion_signal = Some(signal);
                     break;
@@ -1139,6 +1203,56 @@ async fn drive(
         Ok(())
     }
     .await;
+    if let ActiveSandbox::Isolated(isolated) = &active {
+        // Whatever happened, the work comes back before the container goes.
+        ctx.phase(
+            "collecting",
+            "bringing commits and files back from the sandbox".into(),
+        );
+        match isolated.collect(host.root()).await {
+            Ok(collected) => {
+                if let Some(side) = collected.diverged_branch {
+                    ctx.result.warnings.push(format!(
+                        "the sandbox's branch was not a fast-forward of '{}': its commits were kept on '{side}'",
+                        place.branch
+                    ));
+                }
+                if !collected.files.is_empty() || !collected.deleted.is_empty() {
+                    ctx.log.line(&format!(
+                        "[slipway] from the sandbox: {} changed file(s), {} deleted",
+                        collected.files.len(),
+                        collected.deleted.len()
+                    ));
+                }
+            }
+            Err(e) => {
+                // The work exists only in the container now: save all of it on
+                // the host, or failing that keep the container.
+                ctx.log
+                    .line(&format!("[slipway] could not bring the work back: {e}"));
+                let dest = host.slipway_dir().join("rescue").join(&ctx.result.run_id);
+                let message = match isolated.rescue(&dest).await {
+                    Ok(tar) => format!(
+                        "could not bring the sandbox's work back ({e}); the container's whole worktree, commits included, was saved to {}",
+                        tar.display()
+                    ),
+                    Err(rescue_error) => {
+                        isolated.keep();
+                        let id = isolated.container_id().to_owned();
+                        format!(
+                            "could not bring the sandbox's work back ({e}) nor save it ({rescue_error}); the container {id} was kept with it: \
+                             copy it out with `docker cp {id}:{} .`, then remove it with `docker rm -f {id}`",
+                            isolated.container_worktree().display()
+                        )
+                    }
+                };
+                if dest.join("worktree.tar").exists() {
+                    sandbox.close().await;
+                }
+                return Err(RunError::Sandbox(SandboxError::Other(message)));
+            }
+        }
+    }
     sandbox.close().await;
     result
 }

@@ -532,6 +532,14 @@ impl Sandbox for DockerSandbox {
     }
 }
 
+impl DockerSandbox {
+    /// Leaves the container running when this handle goes (for work that
+    /// could not be brought out of it any other way).
+    pub fn keep(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+}
+
 impl Drop for DockerSandbox {
     /// A sandbox dropped without `close` (an early return, a panic) still goes:
     /// removal runs on its own thread because Drop cannot await, and the

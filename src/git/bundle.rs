@@ -1,0 +1,151 @@
+//! Git bundles (format v2) without the git CLI: a header naming refs, then a
+//! pack. They carry commits into and out of isolated sandboxes with their SHAs.
+
+use std::io::Write;
+
+use git2::{Oid, Repository};
+
+/// A bundle that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    /// Not a v2/v3 bundle header.
+    #[error("not a git bundle (bad header)")]
+    BadHeader,
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    /// Writing the pack failed.
+    #[error("cannot store the bundle's objects: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A bundle of `refname` with every object its history needs, minus what
+/// `exclude` (a commit the receiver has) already reaches.
+pub fn create(
+    repo: &Repository,
+    refname: &str,
+    exclude: Option<Oid>,
+) -> Result<Vec<u8>, git2::Error> {
+    let tip = repo.refname_to_id(refname)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    let mut header = String::from("# v2 git bundle\n");
+    if let Some(base) = exclude {
+        walk.hide(base)?;
+        header.push_str(&format!("-{base}\n"));
+    }
+    header.push_str(&format!("{tip} {refname}\n\n"));
+    let mut builder = repo.packbuilder()?;
+    builder.insert_walk(&mut walk)?;
+    let mut pack = git2::Buf::new();
+    builder.write_buf(&mut pack)?;
+    let mut out = header.into_bytes();
+    out.extend_from_slice(&pack);
+    Ok(out)
+}
+
+/// Stores a bundle's objects in `repo` and returns the refs it names (no ref is written).
+pub fn import(repo: &Repository, bytes: &[u8]) -> Result<Vec<(Oid, String)>, BundleError> {
+    let mut rest = bytes;
+    let mut take_line = || -> Option<&[u8]> {
+        let end = rest.iter().position(|&b| b == b'\n')?;
+        let line = &rest[..end];
+        rest = &rest[end + 1..];
+        Some(line)
+    };
+    let first = take_line().ok_or(BundleError::BadHeader)?;
+    let v3 = match first {
+        b"# v2 git bundle" => false,
+        b"# v3 git bundle" => true,
+        _ => return Err(BundleError::BadHeader),
+    };
+    let mut refs = Vec::new();
+    loop {
+        let line = take_line().ok_or(BundleError::BadHeader)?;
+        if line.is_empty() {
+            break;
+        }
+        if line.starts_with(b"-") || (v3 && line.starts_with(b"@")) {
+            continue;
+        }
+        let text = std::str::from_utf8(line).map_err(|_| BundleError::BadHeader)?;
+        let (sha, name) = text.split_once(' ').ok_or(BundleError::BadHeader)?;
+        refs.push((
+            Oid::from_str(sha).map_err(|_| BundleError::BadHeader)?,
+            name.to_owned(),
+        ));
+    }
+    if !rest.is_empty() {
+        let odb = repo.odb()?;
+        let mut writer = odb.packwriter()?;
+        writer.write_all(rest)?;
+        writer.commit()?;
+    }
+    Ok(refs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with_commits(dir: &std::path::Path, n: usize) -> Repository {
+        let repo = Repository::init(dir).expect("init");
+        let sig = git2::Signature::now("t", "t@example.invalid").expect("sig");
+        let mut parent: Option<Oid> = None;
+        for i in 0..n {
+            let blob = repo
+                .blob(format!("content {i}\n").as_bytes())
+                .expect("blob");
+            let mut tb = repo.treebuilder(None).expect("tb");
+            tb.insert("f.txt", blob, 0o100644).expect("insert");
+            let tree = repo
+                .find_tree(tb.write().expect("tree"))
+                .expect("find tree");
+            let parents: Vec<git2::Commit<'_>> = parent
+                .iter()
+                .map(|p| repo.find_commit(*p).expect("parent"))
+                .collect();
+            let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+            let id = repo
+                .commit(
+                    Some("refs/heads/main"),
+                    &sig,
+                    &sig,
+                    &format!("c{i}"),
+                    &tree,
+                    &refs,
+                )
+                .expect("commit");
+            parent = Some(id);
+        }
+        repo
+    }
+
+    #[test]
+    fn a_bundle_carries_commits_with_their_ids() {
+        let a = tempfile::tempdir().expect("tmp");
+        let b = tempfile::tempdir().expect("tmp");
+        let source = repo_with_commits(a.path(), 3);
+        let tip = source.refname_to_id("refs/heads/main").expect("tip");
+        let bytes = create(&source, "refs/heads/main", None).expect("bundle");
+        let target = Repository::init(b.path()).expect("init");
+        let refs = import(&target, &bytes).expect("import");
+        assert_eq!(refs, vec![(tip, "refs/heads/main".to_owned())]);
+        let commit = target.find_commit(tip).expect("commit arrived");
+        assert_eq!(commit.summary().ok().flatten(), Some("c2"));
+        assert_eq!(
+            commit.parent(0).expect("parent").summary().ok().flatten(),
+            Some("c1")
+        );
+    }
+
+    #[test]
+    fn garbage_is_not_a_bundle() {
+        let a = tempfile::tempdir().expect("tmp");
+        let repo = Repository::init(a.path()).expect("init");
+        assert!(matches!(
+            import(&repo, b"hello\n"),
+            Err(BundleError::BadHeader)
+        ));
+    }
+}

@@ -1,0 +1,490 @@
+//! The `docker-isolated` sandbox: nothing from the host is bind-mounted. Code
+//! goes in as a git bundle plus the worktree's uncommitted and copied-in
+//! files, uploaded through the Engine API; commits come back as a bundle (SHAs
+//! preserved) and uncommitted results as files. Works against a remote engine.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use git2::{Oid, Repository};
+
+use super::docker::{DockerConfig, DockerSandbox};
+use super::{BoxFuture, ExecSpec, Execution, OutputEvent, Sandbox, SandboxError};
+use crate::git::{bundle, changed_paths};
+
+/// Where things live inside the container.
+const IN_DIR: &str = "/tmp/slipway-in";
+const OUT_DIR: &str = "/tmp/slipway-out";
+const WORK_ROOT: &str = "/tmp/slipway-work";
+
+/// A docker container that sees no host path.
+pub struct IsolatedSandbox {
+    inner: DockerSandbox,
+    host_worktree: PathBuf,
+    container_worktree: PathBuf,
+    branch: String,
+    base: Option<Oid>,
+}
+
+/// What came back from the sandbox.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// The branch's new tip, when the agent committed.
+    pub new_tip: Option<Oid>,
+    /// Changed or new files written into the host worktree.
+    pub files: Vec<String>,
+    /// Files the agent deleted, removed from the host worktree.
+    pub deleted: Vec<String>,
+    /// Set when the container's branch was not a fast-forward of the host's:
+    /// its commits were kept on this branch instead.
+    pub diverged_branch: Option<String>,
+}
+
+fn other(what: &str, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Other(format!("{what}: {e}"))
+}
+
+fn add_file(
+    builder: &mut tar::Builder<Vec<u8>>,
+    path: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), SandboxError> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(mode);
+    // SAFETY: getuid/getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    header.set_uid(u64::from(uid));
+    header.set_gid(u64::from(gid));
+    header.set_mtime(crate::util::now_secs());
+    header.set_cksum();
+    builder
+        .append_data(&mut header, path, bytes)
+        .map_err(|e| other("cannot build the upload", e))
+}
+
+/// Adds a host file or folder (recursively) under `prefix`.
+fn add_tree(
+    builder: &mut tar::Builder<Vec<u8>>,
+    root: &Path,
+    rel: &Path,
+    prefix: &str,
+) -> Result<(), SandboxError> {
+    let full = root.join(rel);
+    let meta = full
+        .symlink_metadata()
+        .map_err(|e| other("cannot read", e))?;
+    let name = format!("{prefix}/{}", rel.display());
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(&full).map_err(|e| other("cannot read", e))? {
+            let entry = entry.map_err(|e| other("cannot read", e))?;
+            add_tree(builder, root, &rel.join(entry.file_name()), prefix)?;
+        }
+    } else if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(&full).map_err(|e| other("cannot read", e))?;
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        builder
+            .append_link(&mut header, &name, target)
+            .map_err(|e| other("cannot build the upload", e))?;
+    } else if meta.is_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let bytes = std::fs::read(&full).map_err(|e| other("cannot read", e))?;
+        add_file(builder, &name, &bytes, meta.permissions().mode() & 0o777)?;
+    }
+    Ok(())
+}
+
+/// Builds the upload: the branch as a bundle, the worktree's uncommitted
+/// files, the copied-in paths, and the list of deleted files.
+pub fn build_seed(
+    worktree: &Path,
+    branch: &str,
+    copied: &[String],
+) -> Result<(Vec<u8>, Option<Oid>), SandboxError> {
+    let repo = Repository::open(worktree).map_err(|e| other("cannot open the worktree", e))?;
+    let refname = format!("refs/heads/{branch}");
+    let base = repo.refname_to_id(&refname).ok();
+    let bundle =
+        bundle::create(&repo, &refname, None).map_err(|e| other("cannot bundle the branch", e))?;
+    let mut builder = tar::Builder::new(Vec::new());
+    add_file(&mut builder, "slipway-in/repo.bundle", &bundle, 0o644)?;
+    let mut deleted = String::new();
+    let mut seeded = String::new();
+    for path in changed_paths(&repo).map_err(|e| other("cannot read the worktree status", e))? {
+        if worktree.join(&path).symlink_metadata().is_ok() {
+            add_tree(
+                &mut builder,
+                worktree,
+                Path::new(&path),
+                "slipway-in/worktree",
+            )?;
+            seeded.push_str(&path);
+            seeded.push('\n');
+        } else {
+            deleted.push_str(&path);
+            deleted.push('\n');
+        }
+    }
+    for path in copied {
+        if worktree.join(path).symlink_metadata().is_ok() {
+            add_tree(
+                &mut builder,
+                worktree,
+                Path::new(path),
+                "slipway-in/worktree",
+            )?;
+        }
+    }
+    add_file(
+        &mut builder,
+        "slipway-in/deleted.txt",
+        deleted.as_bytes(),
+        0o644,
+    )?;
+    // So a seeded untracked file the agent removes is removed on the host too.
+    add_file(
+        &mut builder,
+        "slipway-in/seeded.txt",
+        seeded.as_bytes(),
+        0o644,
+    )?;
+    let tar = builder
+        .into_inner()
+        .map_err(|e| other("cannot build the upload", e))?;
+    Ok((tar, base))
+}
+
+impl IsolatedSandbox {
+    /// Starts a container with no mounts and seeds it with `seed` (see [`build_seed`]).
+    pub async fn start(
+        mut config: DockerConfig,
+        host_worktree: &Path,
+        branch: &str,
+        seed: Vec<u8>,
+        base: Option<Oid>,
+    ) -> Result<IsolatedSandbox, SandboxError> {
+        config.mounts.clear();
+        let name = host_worktree
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "worktree".into());
+        let container_worktree = PathBuf::from(WORK_ROOT).join(name);
+        config.workdir = None;
+        let inner = DockerSandbox::start(config).await?;
+        let sandbox = IsolatedSandbox {
+            inner,
+            host_worktree: host_worktree.to_path_buf(),
+            container_worktree,
+            branch: branch.to_owned(),
+            base,
+        };
+        if let Err(e) = sandbox.seed(seed).await {
+            sandbox.inner.close().await;
+            return Err(e);
+        }
+        Ok(sandbox)
+    }
+
+    /// Saves the container's whole worktree (its `.git` with every commit
+    /// included) as a tar on the host, for when [`collect`](Self::collect) failed.
+    pub async fn rescue(&self, dest: &Path) -> Result<PathBuf, SandboxError> {
+        let options = bollard::query_parameters::DownloadFromContainerOptionsBuilder::default()
+            .path(&self.container_worktree.display().to_string())
+            .build();
+        let mut stream = self
+            .inner
+            .docker()
+            .download_from_container(self.inner.container_id(), Some(options));
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            bytes.extend_from_slice(&chunk.map_err(|e| other("cannot download the worktree", e))?);
+        }
+        std::fs::create_dir_all(dest).map_err(|e| other("cannot write the rescue", e))?;
+        let file = dest.join("worktree.tar");
+        crate::util::write_atomic(&file, &bytes)
+            .map_err(|e| other("cannot write the rescue", e))?;
+        Ok(file)
+    }
+
+    /// Leaves the container running after this handle goes.
+    pub fn keep(&self) {
+        self.inner.keep();
+    }
+
+    /// The container's id.
+    pub fn container_id(&self) -> &str {
+        self.inner.container_id()
+    }
+
+    /// The worktree's path inside the container.
+    pub fn container_worktree(&self) -> &Path {
+        &self.container_worktree
+    }
+
+    async fn seed(&self, tar: Vec<u8>) -> Result<(), SandboxError> {
+        let options = bollard::query_parameters::UploadToContainerOptionsBuilder::default()
+            .path("/tmp")
+            .build();
+        self.inner
+            .docker()
+            .upload_to_container(
+                self.inner.container_id(),
+                Some(options),
+                bollard::body_full(tar.into()),
+            )
+            .await
+            .map_err(|e| other("cannot upload the code into the container", e))?;
+        let script = r#"set -e
+mkdir -p "$WT"
+cd "$WT"
+git init -q
+git fetch -q "$IN/repo.bundle" "refs/heads/$BRANCH:refs/heads/$BRANCH"
+git checkout -q "$BRANCH"
+if [ -d "$IN/worktree" ]; then cp -a "$IN/worktree/." "$WT/"; fi
+while IFS= read -r f; do if [ -n "$f" ]; then rm -f -- "$f"; fi; done < "$IN/deleted.txt"
+"#;
+        self.script(script).await
+    }
+
+    async fn script(&self, script: &str) -> Result<(), SandboxError> {
+        let spec = ExecSpec {
+            argv: vec!["bash".into(), "-c".into(), script.into()],
+            cwd: PathBuf::from("/tmp"),
+            env: vec![
+                ("WT".into(), self.container_worktree.display().to_string()),
+                ("IN".into(), IN_DIR.into()),
+                ("OUT".into(), OUT_DIR.into()),
+                ("BRANCH".into(), self.branch.clone()),
+                (
+                    "BASE".into(),
+                    self.base.map(|b| b.to_string()).unwrap_or_default(),
+                ),
+            ],
+            stdin: None,
+        };
+        let mut exec = self.inner.exec(spec).await?;
+        let mut output = String::new();
+        while let Some(event) = exec.output.recv().await {
+            if let OutputEvent::Line(line) = event {
+                output.push_str(&line);
+                output.push('\n');
+            }
+        }
+        let code = tokio::time::timeout(Duration::from_secs(300), &mut exec.exit)
+            .await
+            .map_err(|_| other("sandbox set-up", "timed out"))?
+            .map_err(|e| other("sandbox set-up", e))??;
+        if code != 0 {
+            return Err(SandboxError::Other(format!(
+                "the isolated sandbox's git step failed (exit {code}): {}",
+                output.trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Brings the agent's work back: commits onto the branch (same SHAs),
+    /// uncommitted and untracked files into the host worktree.
+    pub async fn collect(&self, host_repo: &Path) -> Result<Collected, SandboxError> {
+        let script = r#"set -eo pipefail
+rm -rf "$OUT"; mkdir -p "$OUT/files"
+cd "$WT"
+git rev-parse --git-dir >/dev/null
+tip=$(git rev-parse -q --verify "refs/heads/$BRANCH" || true)
+if [ -n "$tip" ] && [ "$tip" != "$BASE" ]; then
+  if [ -n "$BASE" ] && git merge-base --is-ancestor "$BASE" "$tip"; then
+    git bundle create -q "$OUT/repo.bundle" "$BASE..refs/heads/$BRANCH"
+  else
+    git bundle create -q "$OUT/repo.bundle" "refs/heads/$BRANCH"
+  fi
+fi
+: > "$OUT/deleted.txt"
+{ git ls-files -z -m -o --exclude-standard; git diff --cached --name-only -z; } | while IFS= read -r -d '' f; do
+  if [ -e "$f" ] || [ -L "$f" ]; then cp -a --parents -- "$f" "$OUT/files/"; else printf '%s\n' "$f" >> "$OUT/deleted.txt"; fi
+done
+while IFS= read -r f; do
+  if [ -n "$f" ] && ! [ -e "$f" ] && ! [ -L "$f" ]; then printf '%s\n' "$f" >> "$OUT/deleted.txt"; fi
+done < "$IN/seeded.txt"
+"#;
+        self.script(script).await?;
+        let options = bollard::query_parameters::DownloadFromContainerOptionsBuilder::default()
+            .path(OUT_DIR)
+            .build();
+        let mut stream = self
+            .inner
+            .docker()
+            .download_from_container(self.inner.container_id(), Some(options));
+        let mut tar_bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            tar_bytes
+                .extend_from_slice(&chunk.map_err(|e| other("cannot download the results", e))?);
+        }
+        let host_worktree = self.host_worktree.clone();
+        let host_repo = host_repo.to_path_buf();
+        let branch = self.branch.clone();
+        let base = self.base;
+        tokio::task::spawn_blocking(move || {
+            apply(&host_repo, &host_worktree, &branch, base, &tar_bytes)
+        })
+        .await
+        .map_err(|e| other("applying the results", e))?
+    }
+}
+
+/// Writes what came back into the host: objects and the branch first (the
+/// worktree's files follow the new tip), then the uncommitted files over them.
+fn apply(
+    host_repo: &Path,
+    worktree: &Path,
+    branch: &str,
+    base: Option<Oid>,
+    tar_bytes: &[u8],
+) -> Result<Collected, SandboxError> {
+    let bad = |e: std::io::Error| other("bad results archive", e);
+    let mut collected = Collected::default();
+    let mut bundle_bytes: Option<Vec<u8>> = None;
+    let mut deleted_text = String::new();
+    let mut archive = tar::Archive::new(tar_bytes);
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        // Entries look like `slipway-out/…`.
+        let rel: PathBuf = entry.path().map_err(bad)?.components().skip(1).collect();
+        if rel == Path::new("repo.bundle") {
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).map_err(bad)?;
+            bundle_bytes = Some(bytes);
+        } else if rel == Path::new("deleted.txt") {
+            entry.read_to_string(&mut deleted_text).map_err(bad)?;
+        }
+    }
+    if let Some(bytes) = bundle_bytes {
+        apply_commits(host_repo, worktree, branch, base, &bytes, &mut collected)?;
+    }
+    let mut archive = tar::Archive::new(tar_bytes);
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        let rel: PathBuf = entry.path().map_err(bad)?.components().skip(1).collect();
+        let Ok(file) = rel.strip_prefix("files") else {
+            continue;
+        };
+        if file.as_os_str().is_empty()
+            || file
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            continue;
+        }
+        let target = worktree.join(file);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| other("cannot write results", e))?;
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target).map_err(|e| other("cannot write results", e))?;
+            continue;
+        }
+        if target.symlink_metadata().is_ok() {
+            std::fs::remove_file(&target).map_err(|e| other("cannot write results", e))?;
+        }
+        entry
+            .unpack(&target)
+            .map_err(|e| other("cannot write results", e))?;
+        if kind.is_file() || kind.is_symlink() {
+            collected.files.push(file.display().to_string());
+        }
+    }
+    for line in deleted_text.lines().filter(|l| !l.is_empty()) {
+        let rel = Path::new(line);
+        if rel
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            continue;
+        }
+        if std::fs::remove_file(worktree.join(rel)).is_ok() {
+            collected.deleted.push(line.to_owned());
+        }
+    }
+    Ok(collected)
+}
+
+/// Imports the commits and moves the branch when it is a fast-forward of what
+/// the sandbox started from; otherwise keeps them on a side branch.
+fn apply_commits(
+    host_repo: &Path,
+    worktree: &Path,
+    branch: &str,
+    base: Option<Oid>,
+    bytes: &[u8],
+    collected: &mut Collected,
+) -> Result<(), SandboxError> {
+    let repo = Repository::open(host_repo).map_err(|e| other("cannot open the repository", e))?;
+    let refs = bundle::import(&repo, bytes).map_err(|e| other("cannot import the commits", e))?;
+    let refname = format!("refs/heads/{branch}");
+    let Some((tip, _)) = refs.iter().find(|(_, name)| *name == refname) else {
+        return Ok(());
+    };
+    let current = repo.refname_to_id(&refname).ok();
+    let fast_forward = match current {
+        None => true,
+        Some(c) => c == *tip || repo.graph_descendant_of(*tip, c).unwrap_or(false),
+    };
+    collected.new_tip = Some(*tip);
+    if !(fast_forward && current == base) {
+        let side = format!("{branch}-isolated-{}", &tip.to_string()[..8]);
+        repo.reference(
+            &format!("refs/heads/{side}"),
+            *tip,
+            false,
+            "slipway: diverged isolated work",
+        )
+        .map_err(|e| other("cannot keep the diverged commits", e))?;
+        collected.diverged_branch = Some(side);
+        return Ok(());
+    }
+    let wt = Repository::open(worktree).map_err(|e| other("cannot open the worktree", e))?;
+    let commit = wt
+        .find_commit(*tip)
+        .map_err(|e| other("cannot read the new tip", e))?;
+    // The host worktree is as the sandbox started (clean apart from what was
+    // seeded); bring its files and index to the new tip, then move the branch.
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout.force();
+    wt.checkout_tree(commit.as_object(), Some(&mut checkout))
+        .map_err(|e| other("cannot update the worktree", e))?;
+    repo.reference(
+        &refname,
+        *tip,
+        true,
+        "slipway: commits from the isolated sandbox",
+    )
+    .map_err(|e| other("cannot move the branch", e))?;
+    Ok(())
+}
+
+impl Sandbox for IsolatedSandbox {
+    fn name(&self) -> &'static str {
+        "docker-isolated"
+    }
+
+    fn exec(&self, mut spec: ExecSpec) -> BoxFuture<'_, Result<Execution, SandboxError>> {
+        // Host worktree paths mean the container's copy.
+        if let Ok(rel) = spec.cwd.strip_prefix(&self.host_worktree) {
+            spec.cwd = self.container_worktree.join(rel);
+        }
+        self.inner.exec(spec)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+
+    fn reaps_strays_on_close(&self) -> bool {
+        true
+    }
+}
