@@ -16,7 +16,7 @@ set -euo pipefail
 IMAGE="${SLIPWAY_TEST_IMAGE:-slipway-test:latest}"
 DOCKERD_LOG="${SLIPWAY_DOCKERD_LOG:-/var/log/slipway-dockerd.log}"
 # Bump when the image's contents change, so an old image on a kept machine is rebuilt.
-IMAGE_VERSION=2
+IMAGE_VERSION=5
 
 say() { echo "docker-setup: $*"; }
 die() { echo "docker-setup: error: $*" >&2; exit 1; }
@@ -182,6 +182,31 @@ slipway:x:1000:
 nogroup:x:65534:
 EOF
 mkdir -p "$root/home/slipway"
+
+# A stand-in for Claude Code (no LLM is reachable here): it speaks the
+# stream-json format, commits what the prompt says, and on --resume proves the
+# session file was handed into the container where Claude Code looks for it.
+mkdir -p "$root/usr/local/bin"
+cat >"$root/usr/local/bin/claude" <<'FAKE'
+#!/bin/sh
+prompt=$(cat)
+sid=aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee
+resumed=""
+while [ $# -gt 0 ]; do
+  case "$1" in --resume) sid="$2"; shift;; esac
+  shift
+done
+if [ "$sid" != aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee ]; then
+  dir="$HOME/.claude/projects/$(printf '%s' "$PWD" | sed 's/[^a-zA-Z0-9]/-/g')"
+  if [ -f "$dir/$sid.jsonl" ]; then resumed="resumed $(head -n 1 "$dir/$sid.jsonl" | sed 's/["{}]//g')"; else resumed="no session file at $dir/$sid.jsonl"; fi
+fi
+echo '{"type":"system","subtype":"init","session_id":"'"$sid"'","model":"fake"}'
+[ -n "$resumed" ] && echo '{"type":"assistant","message":{"content":[{"type":"text","text":"'"$resumed"'"}]},"session_id":"'"$sid"'"}'
+printf '%s\n' "$prompt" >> claude.txt
+git add claude.txt && git commit -qm "claude: $prompt"
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"'"$sid"'","usage":{"input_tokens":7,"output_tokens":3}}'
+FAKE
+chmod 755 "$root/usr/local/bin/claude"
 chown 1000:1000 "$root/home/slipway"
 
 old_id="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"

@@ -163,3 +163,78 @@ fn bad_agent_options_fail_before_anything_runs() {
     assert_eq!(err["kind"], "invalidParams");
     assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
 }
+
+/// A session file as Claude Code keeps it for `cwd` under `home`.
+fn plant_claude_session(home: &Path, cwd: &Path, id: &str) {
+    let encoded: String = cwd
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = home.join(".claude/projects").join(encoded);
+    std::fs::create_dir_all(&dir).expect("session dir");
+    std::fs::write(
+        dir.join(format!("{id}.jsonl")),
+        format!(
+            "{{\"type\":\"user\",\"cwd\":\"{}\",\"marker\":\"interactive-chat-42\"}}\n",
+            cwd.display()
+        ),
+    )
+    .expect("session file");
+}
+
+#[test]
+fn resuming_in_docker_hands_the_session_file_into_the_container() {
+    let out = std::process::Command::new("docker")
+        .args(["image", "inspect", "slipway-test:latest"])
+        .output();
+    assert!(
+        out.is_ok_and(|o| o.status.success()),
+        "the Docker engine or the test image is missing: run `bash scripts/docker-setup.sh`"
+    );
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "chat"]);
+    let wt = Path::new(s(&created, "path")).to_path_buf();
+    let id = "12345678-aaaa-4bbb-8ccc-1234567890ab";
+    plant_claude_session(&env.path().join("home"), &wt, id);
+    for sandbox in ["docker", "docker-isolated"] {
+        let result = env.slipway_json(
+            &repo,
+            &[
+                "run",
+                "--worktree",
+                "chat",
+                "--sandbox",
+                sandbox,
+                "--image",
+                "slipway-test:latest",
+                "--network",
+                "none",
+                "--agent",
+                "claude-code",
+                "--resume",
+                id,
+                "--prompt",
+                "carry on",
+            ],
+        );
+        assert_eq!(result["sessionId"], id, "{sandbox}: {result}");
+        let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+        assert!(
+            log.contains("resumed") && log.contains("interactive-chat-42"),
+            "{sandbox}: the fake claude found the handed-in session:\n{log}"
+        );
+        if sandbox == "docker-isolated" {
+            // The paths inside were rewritten for the container's copy of the worktree.
+            assert!(!log.contains(&format!("cwd:{}", wt.display())), "{log}");
+        }
+        assert_eq!(commit_shas(&result).len(), 1, "{sandbox}");
+        assert_eq!(result["usage"]["inputTokens"], 7);
+    }
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "chat"]),
+        "claude: carry on"
+    );
+}

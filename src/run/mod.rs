@@ -74,14 +74,75 @@ pub enum SandboxSpec {
 
 /// A started sandbox; the isolated one also brings work back before closing.
 enum ActiveSandbox {
-    Plain(Box<dyn Sandbox>),
+    Host(HostSandbox),
+    Docker(Box<crate::sandbox::docker::DockerSandbox>),
     Isolated(Box<crate::sandbox::isolated::IsolatedSandbox>),
 }
 
 impl ActiveSandbox {
+    /// Puts the agent session being resumed where the agent inside looks for
+    /// it: under the container's HOME (`/tmp`), with paths rewritten for the
+    /// container's working directory. Host runs need nothing: same HOME, same cwd.
+    async fn hand_in_session(
+        &self,
+        agent: &AgentSpec,
+        host_cwd: &Path,
+        staging: &Path,
+    ) -> Result<Option<PathBuf>, RunError> {
+        use crate::agent::session::SessionPlace;
+        let (Some(store), Some(resume)) = (
+            agent.session_store(),
+            agent.options().and_then(|o| o.resume.as_ref()),
+        ) else {
+            return Ok(None);
+        };
+        let (docker, container_cwd) = match self {
+            ActiveSandbox::Host(_) => return Ok(None),
+            ActiveSandbox::Docker(d) => (d.as_ref(), host_cwd.to_path_buf()),
+            ActiveSandbox::Isolated(i) => (i.docker(), i.container_worktree().to_path_buf()),
+        };
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let home_staging = staging.join("home");
+        std::fs::create_dir_all(&home_staging).map_err(|e| RunError::Io(e.to_string()))?;
+        let copied = store
+            .copy(
+                &resume.session_id,
+                SessionPlace {
+                    home: &home,
+                    cwd: host_cwd,
+                },
+                SessionPlace {
+                    home: &home_staging,
+                    cwd: &container_cwd,
+                },
+            )
+            .map_err(|e| {
+                RunError::Invalid(format!("cannot hand the session to the sandbox: {e}"))
+            })?;
+        let mut builder = tar::Builder::new(Vec::new());
+        for entry in std::fs::read_dir(&home_staging).map_err(|e| RunError::Io(e.to_string()))? {
+            let entry = entry.map_err(|e| RunError::Io(e.to_string()))?;
+            crate::sandbox::isolated::add_tree(
+                &mut builder,
+                &home_staging,
+                Path::new(&entry.file_name()),
+                ".",
+            )?;
+        }
+        let tar = builder
+            .into_inner()
+            .map_err(|e| RunError::Io(e.to_string()))?;
+        docker.upload_tar("/tmp", tar).await?;
+        let _ = std::fs::remove_dir_all(staging);
+        Ok(Some(copied))
+    }
+
     fn as_dyn(&self) -> &dyn Sandbox {
         match self {
-            ActiveSandbox::Plain(s) => s.as_ref(),
+            ActiveSandbox::Host(s) => s,
+            ActiveSandbox::Docker(s) => s.as_ref(),
             ActiveSandbox::Isolated(s) => s.as_ref(),
         }
     }
@@ -138,13 +199,13 @@ async fn start_sandbox(
 ) -> Result<ActiveSandbox, RunError> {
     use crate::sandbox::{docker, isolated};
     match spec {
-        SandboxSpec::None => Ok(ActiveSandbox::Plain(Box::new(HostSandbox))),
+        SandboxSpec::None => Ok(ActiveSandbox::Host(HostSandbox)),
         SandboxSpec::Docker { image, network } => {
             let mut config = docker_config(host, image, network, run_id).await?;
             config.mounts = docker::protected_mounts(host.common_dir(), &place.cwd)?;
             config.workdir = Some(place.cwd.clone());
             let sandbox = docker::DockerSandbox::start(config).await?;
-            Ok(ActiveSandbox::Plain(Box::new(sandbox)))
+            Ok(ActiveSandbox::Docker(Box::new(sandbox)))
         }
         SandboxSpec::DockerIsolated { image, network } => {
             if place.record.is_none() {
@@ -1123,6 +1184,29 @@ async fn drive(
     );
     let active = start_sandbox(&request.sandbox, host, place, &ctx.result.run_id).await?;
     let sandbox = active.as_dyn();
+    let staging = host
+        .slipway_dir()
+        .join("runs")
+        .join(format!("{}.session", ctx.result.run_id));
+    match active
+        .hand_in_session(&request.agent, &place.cwd, &staging)
+        .await
+    {
+        Ok(Some(file)) => ctx.phase(
+            "session",
+            format!(
+                "the agent session {} was handed into the sandbox",
+                file.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ),
+        ),
+        Ok(None) => {}
+        Err(e) => {
+            sandbox.close().await;
+            return Err(e);
+        }
+    }
     let result = async {
         run_hooks(
             ctx,

@@ -533,6 +533,18 @@ impl Sandbox for DockerSandbox {
 }
 
 impl DockerSandbox {
+    /// Extracts a tar archive into the container at `path` (through the API, so
+    /// it works against a remote engine too).
+    pub async fn upload_tar(&self, path: &str, tar: Vec<u8>) -> Result<(), SandboxError> {
+        let options = bollard::query_parameters::UploadToContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        self.docker
+            .upload_to_container(&self.id, Some(options), bollard::body_full(tar.into()))
+            .await
+            .map_err(|e| engine_error("cannot upload into the container", e))
+    }
+
     /// Leaves the container running when this handle goes (for work that
     /// could not be brought out of it any other way).
     pub fn keep(&self) {

@@ -46,7 +46,7 @@ fn other(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Other(format!("{what}: {e}"))
 }
 
-fn add_file(
+pub(crate) fn add_file(
     builder: &mut tar::Builder<Vec<u8>>,
     path: &str,
     bytes: &[u8],
@@ -67,7 +67,7 @@ fn add_file(
 }
 
 /// Adds a host file or folder (recursively) under `prefix`.
-fn add_tree(
+pub(crate) fn add_tree(
     builder: &mut tar::Builder<Vec<u8>>,
     root: &Path,
     rel: &Path,
@@ -79,6 +79,19 @@ fn add_tree(
         .map_err(|e| other("cannot read", e))?;
     let name = format!("{prefix}/{}", rel.display());
     if meta.is_dir() {
+        // An explicit entry, so the folder belongs to the agent's user, not root.
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_size(0);
+        header.set_mode(0o755);
+        // SAFETY: getuid/getgid have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        header.set_uid(u64::from(uid));
+        header.set_gid(u64::from(gid));
+        header.set_cksum();
+        builder
+            .append_data(&mut header, format!("{name}/"), std::io::empty())
+            .map_err(|e| other("cannot build the upload", e))?;
         for entry in std::fs::read_dir(&full).map_err(|e| other("cannot read", e))? {
             let entry = entry.map_err(|e| other("cannot read", e))?;
             add_tree(builder, root, &rel.join(entry.file_name()), prefix)?;
@@ -209,6 +222,11 @@ impl IsolatedSandbox {
         crate::util::write_atomic(&file, &bytes)
             .map_err(|e| other("cannot write the rescue", e))?;
         Ok(file)
+    }
+
+    /// The container underneath.
+    pub fn docker(&self) -> &DockerSandbox {
+        &self.inner
     }
 
     /// Leaves the container running after this handle goes.
