@@ -37,6 +37,9 @@ pub enum Command {
     Logs(LogsArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
+    /// Docker images for the docker sandboxes.
+    #[command(subcommand)]
+    Image(ImageCommand),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -224,4 +227,29 @@ pub struct LogsArgs {
     /// Keep printing new lines until the run ends.
     #[arg(long, short = 'f')]
     pub follow: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Build an agent image from your Dockerfile through the Engine API, with the
+    /// build arguments UID and GID set to yours.
+    Build(ImageBuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImageBuildArgs {
+    /// The build context (default: the current directory).
+    pub context: Option<PathBuf>,
+    /// The Dockerfile, relative to the context.
+    #[arg(long = "file", short = 'f', default_value = "Dockerfile")]
+    pub file: String,
+    /// The image tag.
+    #[arg(long, short = 't', default_value = "slipway-agent:latest")]
+    pub tag: String,
+    /// A build argument (repeatable).
+    #[arg(long = "build-arg", value_name = "KEY=VALUE")]
+    pub build_args: Vec<String>,
+    /// The network of RUN steps (default: the engine's).
+    #[arg(long)]
+    pub network: Option<String>,
 }

@@ -176,6 +176,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let host = open(&cli.repo)?;
             logs::print_log(&host, args.run.as_deref(), args.follow)
         }
+        Command::Image(args::ImageCommand::Build(args)) => image_build(args, cli.json),
         Command::Runs => {
             let host = open(&cli.repo)?;
             let dir = host.slipway_dir();
@@ -422,4 +423,43 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliError> {
+    let mut build_args = Vec::new();
+    for pair in &args.build_args {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(CliError::new(
+                "invalidParams",
+                format!("--build-arg {pair}: expected KEY=VALUE"),
+            ));
+        };
+        build_args.push((k.to_owned(), v.to_owned()));
+    }
+    let spec = slipway::sandbox::image::ImageBuild {
+        context: match args.context {
+            Some(c) => c,
+            None => std::env::current_dir()?,
+        },
+        dockerfile: args.file,
+        tag: args.tag.clone(),
+        build_args,
+        network: args.network,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let id = runtime
+        .block_on(slipway::sandbox::image::build_image(&spec, |line| {
+            if !json {
+                eprintln!("  │ {line}");
+            }
+        }))
+        .map_err(|e| CliError::new("imageBuildFailed", e.to_string()))?;
+    if json {
+        print_json(&serde_json::json!({ "tag": args.tag, "id": id }));
+    } else {
+        println!("Built {} ({id})", args.tag);
+    }
+    Ok(ExitCode::SUCCESS)
 }

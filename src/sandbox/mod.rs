@@ -4,6 +4,7 @@
 
 pub mod docker;
 pub mod host;
+pub mod image;
 pub mod isolated;
 
 use std::future::Future;
