@@ -23,3 +23,5 @@ echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --locked --all-targets -- --test-threads="${SLIPWAY_TEST_THREADS:-4}"
+echo "== Neovim plugin (headless Neovim against the real sidecar)"
+bash scripts/nvim-test.sh

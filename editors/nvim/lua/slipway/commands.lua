@@ -1,0 +1,588 @@
+--- `:Slipway {subcommand}`: each one asks what it needs through
+--- `vim.ui.select` / `vim.ui.input`, calls the sidecar, and renders the answer.
+--- Every decision is the sidecar's.
+
+local async = require('slipway.async')
+local config = require('slipway.config')
+local lsp = require('slipway.lsp')
+local pick = require('slipway.pick')
+local util = require('slipway.util')
+
+local M = {}
+
+---@class slipway.CommandArgs
+---@field worktree? string id, path or branch (`open`, `close`, `agent`, `handoff`)
+---@field strategy? string `branch`, `merge-to-head` (and `head` for `run`)
+---@field branch? string
+---@field base? string
+---@field source? string `host_head`, `current_branch`, `default`, `ask` or `named:REF`
+---@field prompt? string
+---@field how? slipway.OpenHow
+---@field open? string `false`: `new` does not open the worktree
+---@field run? string a run id (`cancel`)
+---@field on_done? fun(ok: boolean, result: any) called when the flow ends
+
+local function fire(pattern, data)
+  vim.api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
+end
+
+--- The host repository of the current buffer (or cwd); ends the flow outside one.
+---@return string
+local function need_root()
+  local root = util.repo_root()
+  if not root then
+    async.fail('not inside a git repository (' .. util.current_path() .. ')')
+  end
+  return root
+end
+
+--- The configured agent; ends the flow with how to configure one when none is.
+---@return slipway.AgentSpec
+local function need_agent()
+  local agent = config.get().agent
+  if type(agent) ~= 'table' or not agent.type then
+    async.fail(
+      "no agent configured: set vim.g.slipway = { agent = { type = 'claude-code' } } "
+        .. "or { type = 'command', command = { 'my-agent' } } (see :help slipway-agent)"
+    )
+  end
+  return agent
+end
+
+--- Parses a source argument: `host_head`, `current_branch`, `default`, `ask`
+--- (or the `host-head` spellings, which the sidecar accepts too), `named:REF`.
+---@param text string?
+---@return table?
+local function parse_source(text)
+  if not text or text == '' then
+    return nil
+  end
+  local ref = text:match('^named:(.+)$')
+  if ref then
+    return { policy = 'named', ref = ref }
+  end
+  return { policy = text }
+end
+
+--- The source policy from the arguments, the options, or the picker.
+---@param args slipway.CommandArgs
+---@param root string
+---@return table
+local function choose_source(args, root)
+  local source = parse_source(args.source)
+  if source then
+    return source
+  end
+  local opt = config.get().source
+  if type(opt) == 'table' then
+    return opt
+  elseif type(opt) == 'string' then
+    return parse_source(opt) --[[@as table]]
+  end
+  return pick.source(root)
+end
+
+--- Source errors whose `data.choices` the branch picker can answer.
+local source_choice_kinds = {
+  sourceBranchRequired = true,
+  unknownRef = true,
+  noDefaultBranch = true,
+  detachedHead = true,
+}
+
+--- Calls `command`; a `sourceBranchRequired` answer (or another source error
+--- with `choices`) opens the branch picker over its `choices` and calls again
+--- with the chosen `named` source.
+---@param root string
+---@param command string
+---@param request table
+---@return table
+local function call_with_source(root, command, request)
+  local result, err = lsp.call(root, command, request)
+  if err and type(err.data) == 'table' and source_choice_kinds[err.data.kind] then
+    local choices = err.data.choices
+    if type(choices) ~= 'table' or #choices == 0 then
+      async.fail(err.message)
+    end
+    local b = pick.branch(root, { prompt = 'slipway: start from (' .. err.message .. ')', only = choices })
+    request.source = { policy = 'named', ref = b.name }
+    result, err = lsp.call(root, command, request)
+  end
+  if err then
+    async.fail(err.message)
+  end
+  return result
+end
+
+--- The worktree the current buffer (or cwd) is in, else the one the picker returns.
+---@param args slipway.CommandArgs
+---@param root string
+---@param prompt string
+---@return { id: string, branch: string, path?: string }
+local function current_or_pick(args, root, prompt)
+  -- `slipway.list` rather than `slipway.status`: the latter answers from the
+  -- sidecar's cache, which can lag a worktree created a moment ago.
+  local list = pick.worktrees(root)
+  if args.worktree then
+    local wanted = args.worktree
+    for _, w in ipairs(list) do
+      if w.id == wanted or w.branch == wanted or util.realpath(w.path) == util.realpath(wanted) then
+        return { id = w.id, branch = w.branch, path = w.path }
+      end
+    end
+    async.fail('no slipway worktree matches ' .. wanted)
+  end
+  local here = util.current_path()
+  for _, w in ipairs(list) do
+    if util.is_within(here, util.realpath(w.path)) then
+      return { id = w.id, branch = w.branch, path = w.path }
+    end
+  end
+  local w = pick.worktree(root, prompt)
+  return { id = w.id, branch = w.branch, path = w.path }
+end
+
+--- Opens `path`: a new tab with `:tcd` (`tab`), `:lcd` in the current window (`window`), or `:cd` (`cd`).
+---@param path string
+---@param how? slipway.OpenHow
+function M.open_path(path, how)
+  how = how or config.get().open or 'tab'
+  local dir = vim.fn.fnameescape(path)
+  if how == 'window' then
+    vim.cmd('lcd ' .. dir)
+  elseif how == 'cd' then
+    vim.cmd('cd ' .. dir)
+  else
+    vim.cmd('tabnew')
+    vim.cmd('tcd ' .. dir)
+  end
+  vim.cmd('redrawstatus!')
+end
+
+--- Moves every tab (and the global cwd) out of a worktree that was removed.
+---@param path string
+---@param root string
+local function leave_removed(path, root)
+  path = util.realpath(path)
+  local dir = vim.fn.fnameescape(root)
+  for tabnr = 1, vim.fn.tabpagenr('$') do
+    local cwd = util.realpath(vim.fn.getcwd(-1, tabnr))
+    if util.is_within(cwd, path) and vim.fn.haslocaldir(-1, tabnr) == 1 then
+      local current = vim.fn.tabpagenr()
+      vim.cmd(tabnr .. 'tabnext')
+      vim.cmd('tcd ' .. dir)
+      vim.cmd(current .. 'tabnext')
+    end
+  end
+  if util.is_within(util.realpath(vim.fn.getcwd(-1, -1)), path) then
+    vim.cmd('cd ' .. dir)
+  end
+end
+
+---@type table<string, fun(args: slipway.CommandArgs): any>
+local flows = {}
+
+--- `new`: strategy, branch name, source policy (`named` and `ask` open the branch picker), then create.
+function flows.new(args)
+  local root = need_root()
+  local strategy = args.strategy
+    or async.select({ 'branch', 'merge-to-head' }, {
+      prompt = 'slipway: strategy',
+      kind = 'slipway.strategy',
+      format_item = function(s)
+        return s == 'branch' and 'branch: a named branch, kept'
+          or 'merge-to-head: a temporary branch merged into the current branch'
+      end,
+    })
+  local branch = args.branch
+  if strategy == 'branch' and not branch then
+    branch = vim.trim(async.input({ prompt = 'slipway: branch name: ' }))
+  end
+  local request = {
+    root = root,
+    strategy = strategy,
+    branch = branch,
+    base = args.base,
+    source = choose_source(args, root),
+    copy = config.get().copy,
+  }
+  local created = call_with_source(root, 'slipway.createWorktree', request)
+  local lines = {
+    ('%s worktree %s at %s (from %s)'):format(
+      created.reused and 'reusing' or 'created',
+      created.branch,
+      created.path,
+      created.sourceLabel or util.short(created.baseCommit)
+    ),
+  }
+  for _, note in ipairs(created.notes or {}) do
+    lines[#lines + 1] = note
+  end
+  util.notify(table.concat(lines, '\n'))
+  fire('SlipwayWorktreeCreated', created)
+  if args.open ~= 'false' and config.get().open_after_new ~= false then
+    M.open_path(created.path, args.how)
+  end
+  return created
+end
+
+--- `branch`: the branch picker alone; the chosen branch becomes the source of a new worktree.
+function flows.branch(args)
+  local root = need_root()
+  local b = pick.branch(root, { prompt = 'slipway: branch' })
+  return flows.new(vim.tbl_extend('force', args, { source = 'named:' .. b.name }))
+end
+
+--- `open`: choose a worktree and open it.
+function flows.open(args)
+  local root = need_root()
+  local target
+  if args.worktree then
+    target = current_or_pick(args, root, 'slipway: open worktree')
+  else
+    target = pick.worktree(root, 'slipway: open worktree')
+  end
+  M.open_path(target.path, args.how)
+  return target
+end
+
+--- `agent`: the agent's interactive command in a terminal in the current worktree.
+function flows.agent(args)
+  local root = need_root()
+  local agent = need_agent()
+  local w = current_or_pick(args, root, 'slipway: run the agent in')
+  -- Creating for an existing branch re-uses its worktree and answers with the command line.
+  local result = lsp.must(root, 'slipway.createWorktree', {
+    root = root,
+    strategy = 'branch',
+    branch = w.branch,
+    agent = agent,
+  })
+  local ic = result.interactiveCommand
+  if type(ic) ~= 'table' or type(ic.argv) ~= 'table' then
+    async.fail('the sidecar gave no interactive command for agent ' .. agent.type)
+  end
+  local how = config.get().terminal or 'vsplit'
+  if how == 'tab' then
+    vim.cmd('tabnew')
+  elseif how == 'split' then
+    vim.cmd('new')
+  else
+    vim.cmd('vnew')
+  end
+  local job = vim.fn.jobstart(ic.argv, { term = true, cwd = ic.cwd or result.path })
+  if job <= 0 then
+    async.fail('could not start ' .. table.concat(ic.argv, ' '))
+  end
+  vim.cmd('startinsert')
+  return { job = job, argv = ic.argv, cwd = ic.cwd }
+end
+
+--- `handoff`: the current worktree goes to an unattended run, with a prompt from `vim.ui.input`.
+function flows.handoff(args)
+  local root = need_root()
+  local agent = need_agent()
+  local w = current_or_pick(args, root, 'slipway: hand off')
+  local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
+  local started = lsp.must(root, 'slipway.handoff', {
+    root = root,
+    worktree = w.id,
+    agent = agent,
+    sandbox = config.get().sandbox,
+    prompt = prompt,
+  })
+  util.notify(
+    ('run %s started on %s; it goes on if you close the editor (:Slipway cancel stops it)'):format(
+      started.runId,
+      w.branch
+    )
+  )
+  fire('SlipwayRunStarted', { runId = started.runId, branch = w.branch, root = root })
+  return started
+end
+
+--- `run`: a new worktree and an unattended run in it.
+function flows.run(args)
+  local root = need_root()
+  local agent = need_agent()
+  local strategy = args.strategy
+    or async.select({ 'merge-to-head', 'branch', 'head' }, {
+      prompt = 'slipway: strategy',
+      kind = 'slipway.strategy',
+      format_item = function(s)
+        return ({
+          ['merge-to-head'] = 'merge-to-head: a temporary branch merged into the current branch',
+          branch = 'branch: a named branch, kept',
+          head = 'head: straight into the host checkout',
+        })[s]
+      end,
+    })
+  local branch = args.branch
+  if strategy == 'branch' and not branch then
+    branch = vim.trim(async.input({ prompt = 'slipway: branch name: ' }))
+  end
+  local source = strategy ~= 'head' and choose_source(args, root) or nil
+  local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
+  local request = {
+    root = root,
+    strategy = strategy,
+    branch = branch,
+    base = args.base,
+    source = source,
+    agent = agent,
+    sandbox = config.get().sandbox,
+    prompt = prompt,
+    copy = config.get().copy,
+  }
+  local started = call_with_source(root, 'slipway.run', request)
+  util.notify(
+    ('run %s started (%s%s); it goes on if you close the editor'):format(
+      started.runId,
+      strategy,
+      branch and (' ' .. branch) or ''
+    )
+  )
+  fire('SlipwayRunStarted', { runId = started.runId, branch = branch, root = root })
+  return started
+end
+
+--- `list`: every slipway worktree of the repository.
+function flows.list(_)
+  local root = need_root()
+  local list = pick.worktrees(root)
+  if #list == 0 then
+    util.notify('no slipway worktrees in ' .. root)
+    return list
+  end
+  local lines = { ('%d worktree%s in %s'):format(#list, #list == 1 and '' or 's', root) }
+  for _, w in ipairs(list) do
+    lines[#lines + 1] = '  ' .. pick.format_worktree(w)
+  end
+  util.notify(table.concat(lines, '\n'))
+  return list
+end
+
+--- `close`: close a worktree; when it is preserved, show what would be lost, then offer force.
+function flows.close(args)
+  local root = need_root()
+  local id = args.worktree
+  if not id then
+    id = pick.worktree(root, 'slipway: close worktree').id
+  end
+  local first = lsp.must(root, 'slipway.close', { root = root, worktree = id, force = false })
+  local function removed(answer)
+    local text = ('closed %s: worktree removed'):format(answer.branch or id)
+    if answer.branchDeleted then
+      text = text .. ', branch deleted'
+    end
+    if answer.branchKept and answer.branchKept ~= vim.NIL then
+      text = text .. '\n' .. tostring(answer.branchKept)
+    end
+    util.notify(text)
+    if answer.path then
+      leave_removed(answer.path, root)
+    end
+    return answer
+  end
+  if first.removed then
+    return removed(first)
+  end
+  local changed = first.changedPaths or {}
+  local lines = {
+    ('%s was kept: %s'):format(first.branch or id, first.reason or 'it has uncommitted changes'),
+  }
+  if #changed > 0 then
+    lines[#lines + 1] = ('%d uncommitted path%s would be lost:'):format(#changed, #changed == 1 and '' or 's')
+    for i, p in ipairs(changed) do
+      if i > 20 then
+        lines[#lines + 1] = ('  … and %d more'):format(#changed - 20)
+        break
+      end
+      lines[#lines + 1] = '  ' .. p
+    end
+  end
+  for _, c in ipairs(first.commands or {}) do
+    lines[#lines + 1] = '  ' .. c
+  end
+  util.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
+  local choice = async.select({ 'keep', 'force' }, {
+    prompt = ('slipway: discard %d uncommitted path%s in %s?'):format(
+      #changed,
+      #changed == 1 and '' or 's',
+      first.preservedPath or id
+    ),
+    kind = 'slipway.close',
+    format_item = function(c)
+      return c == 'keep' and 'Keep the worktree'
+        or ('Force close: discard %d uncommitted path%s'):format(#changed, #changed == 1 and '' or 's')
+    end,
+  })
+  if choice ~= 'force' then
+    util.notify('kept ' .. (first.preservedPath or id))
+    return first
+  end
+  local forced = lsp.must(root, 'slipway.close', { root = root, worktree = first.id or id, force = true })
+  if not forced.removed then
+    async.fail('the worktree was not removed: ' .. tostring(forced.reason))
+  end
+  return removed(forced)
+end
+
+--- `cancel`: stop a run in progress.
+function flows.cancel(args)
+  local root = need_root()
+  local run_id = args.run
+  if not run_id then
+    local running = {}
+    for _, r in ipairs(require('slipway.status').running_runs()) do
+      running[#running + 1] = { runId = r.run.runId, branch = r.run.branch, root = r.root }
+    end
+    if #running == 0 then
+      for _, w in ipairs(pick.worktrees(root)) do
+        if w.state == 'running' and w.runId and w.runId ~= vim.NIL then
+          running[#running + 1] = { runId = w.runId, branch = w.branch, root = root }
+        end
+      end
+    end
+    if #running == 0 then
+      util.notify('no run in progress')
+      return nil
+    end
+    local r = async.select(running, {
+      prompt = 'slipway: cancel run',
+      kind = 'slipway.run',
+      format_item = function(r)
+        return ('%s  %s'):format(r.runId, r.branch ~= vim.NIL and r.branch or '')
+      end,
+    })
+    run_id, root = r.runId, r.root or root
+  end
+  local answer = lsp.must(root, 'slipway.cancel', { runId = run_id, root = root })
+  util.notify(('run %s: %s'):format(run_id, answer.status or 'cancel requested'))
+  return answer
+end
+
+--- `problems`: slipway's diagnostics into the quickfix list.
+function flows.problems(_)
+  local items = {}
+  for _, d in ipairs(vim.diagnostic.get()) do
+    if d.source == 'slipway' then
+      items[#items + 1] = d
+    end
+  end
+  local qf = vim.diagnostic.toqflist(items)
+  vim.fn.setqflist({}, ' ', { title = 'slipway problems', items = qf })
+  if #qf == 0 then
+    util.notify('no slipway problems')
+  else
+    vim.cmd('copen')
+  end
+  return qf
+end
+
+--- Every subcommand, in the order completion offers them.
+M.subcommands = { 'new', 'branch', 'open', 'agent', 'handoff', 'run', 'list', 'close', 'cancel', 'problems' }
+
+--- The `key=` arguments each subcommand takes.
+M.keys = {
+  new = { 'strategy=', 'branch=', 'base=', 'source=', 'how=', 'open=' },
+  branch = { 'strategy=', 'branch=', 'how=' },
+  open = { 'worktree=', 'how=' },
+  agent = { 'worktree=' },
+  handoff = { 'worktree=', 'prompt=' },
+  run = { 'strategy=', 'branch=', 'base=', 'source=', 'prompt=' },
+  list = {},
+  close = { 'worktree=' },
+  cancel = { 'run=' },
+  problems = {},
+}
+
+local values = {
+  strategy = { 'branch', 'merge-to-head', 'head' },
+  source = { 'host_head', 'current_branch', 'default', 'ask', 'named:' },
+  how = { 'tab', 'window', 'cd' },
+  open = { 'true', 'false' },
+}
+
+--- Runs one subcommand as a flow.
+---@param name string
+---@param args? slipway.CommandArgs
+function M.run(name, args)
+  args = args or {}
+  local flow = flows[name]
+  if not flow then
+    util.notify(
+      ('unknown subcommand %q; use one of: %s'):format(name, table.concat(M.subcommands, ', ')),
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  async.run(function()
+    return flow(args)
+  end, args.on_done)
+end
+
+--- Parses `key=value` words; a bare word is the worktree (or the run for `cancel`).
+---@param name string
+---@param words string[]
+---@return slipway.CommandArgs
+function M.parse(name, words)
+  local args = {}
+  for _, word in ipairs(words) do
+    local k, v = word:match('^([%w_]+)=(.*)$')
+    if k then
+      args[k] = v
+    elseif name == 'cancel' then
+      args.run = word
+    elseif name == 'handoff' and args.worktree then
+      args.prompt = (args.prompt and (args.prompt .. ' ') or '') .. word
+    else
+      args.worktree = word
+    end
+  end
+  return args
+end
+
+--- The `:Slipway` command.
+---@param info { fargs: string[] }
+function M.dispatch(info)
+  local words = vim.deepcopy(info.fargs or {})
+  local name = table.remove(words, 1)
+  if not name then
+    async.run(function()
+      local chosen = async.select(M.subcommands, { prompt = 'slipway', kind = 'slipway.subcommand' })
+      return flows[chosen]({})
+    end)
+    return
+  end
+  M.run(name, M.parse(name, words))
+end
+
+--- Completion of `:Slipway`.
+---@param arglead string
+---@param cmdline string
+---@return string[]
+function M.complete(arglead, cmdline)
+  local words = vim.split(cmdline, '%s+', { trimempty = true })
+  local typing_new_word = cmdline:match('%s$') ~= nil
+  local index = #words + (typing_new_word and 1 or 0)
+  local candidates
+  if index <= 2 then
+    candidates = M.subcommands
+  else
+    local sub = words[2]
+    local key = arglead:match('^([%w_]+)=')
+    if key and values[key] then
+      candidates = vim.tbl_map(function(v)
+        return key .. '=' .. v
+      end, values[key])
+    else
+      candidates = M.keys[sub] or {}
+    end
+  end
+  return vim.tbl_filter(function(c)
+    return vim.startswith(c, arglead)
+  end, candidates)
+end
+
+return M

@@ -1,0 +1,272 @@
+--- The sidecar as a Neovim LSP client: its `vim.lsp.Config`, the handlers of
+--- its notifications, and `exec()` for its commands.
+
+local config = require('slipway.config')
+local util = require('slipway.util')
+
+local M = {}
+
+--- The protocol version this plugin speaks (`experimental.slipwayProtocol` of `initialize`).
+M.PROTOCOL_VERSION = 1
+
+--- The client name.
+M.NAME = 'slipway'
+
+local warned_missing = false
+local warned_protocol = {} ---@type table<integer, boolean>
+
+--- Notifies once that the binary is missing.
+---@param message string
+local function warn_missing_once(message)
+  if warned_missing then
+    return
+  end
+  warned_missing = true
+  vim.schedule(function()
+    vim.notify(message, vim.log.levels.ERROR, { title = 'slipway' })
+  end)
+end
+
+--- `root_dir` of the config: the host repository of the buffer, so that a
+--- buffer in a worktree is served by its host repository's sidecar.
+---@param bufnr integer
+---@param on_dir fun(root: string)
+local function root_dir(bufnr, on_dir)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' then
+    return
+  end
+  local root = util.repo_root(name)
+  if root then
+    on_dir(root)
+  end
+end
+
+--- Called on `FileType` while `vim.lsp.enable('slipway')` is on: Neovim skips
+--- a config whose binary is missing without a word (only its log says so), so
+--- say it once, clearly.
+---@param bufnr integer
+function M.check_enabled(bufnr)
+  if warned_missing or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or not util.repo_root(name) then
+    return
+  end
+  local ok, resolved = pcall(function()
+    return vim.lsp.config[M.NAME]
+  end)
+  local cmd = ok and resolved and resolved.cmd
+  if type(cmd) ~= 'table' then
+    return
+  end
+  if type(cmd[1]) ~= 'string' or vim.fn.executable(cmd[1]) == 0 then
+    warn_missing_once(config.missing_message(cmd))
+  end
+end
+
+--- Warns once per client when the sidecar speaks another protocol version.
+---@param client vim.lsp.Client
+---@param result? lsp.InitializeResult
+local function check_protocol(client, result)
+  local caps = client.server_capabilities or (result and result.capabilities) or {}
+  local version = caps.experimental and caps.experimental.slipwayProtocol
+  if version ~= M.PROTOCOL_VERSION and not warned_protocol[client.id] then
+    warned_protocol[client.id] = true
+    util.notify(
+      ('the sidecar speaks protocol %s; this plugin speaks %d. Update the plugin and the binary together.'):format(
+        tostring(version),
+        M.PROTOCOL_VERSION
+      ),
+      vim.log.levels.WARN
+    )
+  end
+end
+
+--- Handlers of the sidecar's notifications.
+---@return table<string, lsp.Handler>
+function M.handlers()
+  return {
+    ['slipway/status'] = function(_, params, ctx)
+      require('slipway.status').on_status(ctx.client_id, params)
+    end,
+    ['slipway/runFinished'] = function(_, params, ctx)
+      require('slipway.runs').on_finished(ctx.client_id, params)
+    end,
+  }
+end
+
+--- The `vim.lsp.Config` of the sidecar (what `lsp/slipway.lua` returns).
+---@return vim.lsp.Config
+function M.config()
+  return {
+    name = M.NAME,
+    cmd = config.cmd(),
+    root_markers = { '.git' },
+    root_dir = root_dir,
+    handlers = M.handlers(),
+    on_init = check_protocol,
+    on_exit = function(_, _, client_id)
+      vim.schedule(function()
+        require('slipway.status').forget(client_id)
+      end)
+    end,
+  }
+end
+
+-- Handlers also live in the global table so that a client configured without
+-- them (a user's `vim.lsp.config` replacing `handlers`) still feeds the cache.
+for method, handler in pairs(M.handlers()) do
+  vim.lsp.handlers[method] = vim.lsp.handlers[method] or handler
+end
+
+--- The running slipway client serving `root`, if any.
+---@param root string
+---@return vim.lsp.Client?
+function M.client_for(root)
+  for _, client in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    if not client:is_stopped() then
+      if client.root_dir and util.realpath(client.root_dir) == root then
+        return client
+      end
+      for _, folder in ipairs(client.workspace_folders or {}) do
+        if util.realpath(vim.uri_to_fname(folder.uri)) == root then
+          return client
+        end
+      end
+    end
+  end
+  return nil
+end
+
+--- The client serving `root`, started when there is none. Errors carry a clear message.
+---@param root string the host repository root
+---@return vim.lsp.Client? client
+---@return string? error
+function M.ensure(root)
+  local existing = M.client_for(root)
+  if existing then
+    return existing
+  end
+  local ok, message = config.check_binary()
+  if not ok then
+    return nil, message
+  end
+  -- Start from the resolved `vim.lsp.config.slipway` (lsp/slipway.lua plus the
+  -- user's overrides) when there is one; the binary is always the plugin's `cmd`.
+  local resolved = vim.lsp.config and vim.lsp.config[M.NAME]
+  local cfg = vim.deepcopy(resolved or M.config())
+  cfg.name = M.NAME
+  cfg.cmd = config.cmd()
+  cfg.root_dir = root
+  cfg.root_markers = nil
+  cfg.workspace_folders = nil
+  local start_ok, id = pcall(vim.lsp.start, cfg, { attach = false, silent = true })
+  if not start_ok or not id then
+    return nil,
+      ('slipway: could not start the sidecar %s: %s'):format(
+        vim.inspect(cfg.cmd),
+        start_ok and 'see :LspLog' or tostring(id)
+      )
+  end
+  return vim.lsp.get_client_by_id(id)
+end
+
+--- Calls back once `client` has finished `initialize` (at once when it has).
+---@param client vim.lsp.Client
+---@param cb fun(err: string?)
+---@param timeout_ms? integer
+local function when_ready(client, cb, timeout_ms)
+  if client.initialized then
+    return cb()
+  end
+  local deadline = vim.uv.now() + (timeout_ms or 20000)
+  local timer = assert(vim.uv.new_timer())
+  timer:start(
+    10,
+    20,
+    vim.schedule_wrap(function()
+      if timer:is_closing() then
+        return
+      end
+      if client.initialized then
+        timer:close()
+        cb()
+      elseif client:is_stopped() or vim.uv.now() > deadline then
+        timer:close()
+        cb('slipway: the sidecar did not start (see :LspLog)')
+      end
+    end)
+  )
+end
+
+---@class slipway.RpcError
+---@field code integer
+---@field message string
+---@field data? { kind: string, choices?: string[], worktreePath?: string }
+
+--- Runs a sidecar command for the repository at `root`.
+--- `cb(err, result)`: `err` is the JSON-RPC error (with `data.kind`) or `{ message = … }`.
+---@param root string
+---@param command string e.g. `slipway.list`
+---@param args table the single object argument
+---@param cb fun(err: slipway.RpcError?, result: any)
+function M.exec(root, command, args, cb)
+  local client, err = M.ensure(root)
+  if not client then
+    return cb({ code = -1, message = err or 'no sidecar', data = { kind = 'noSidecar' } })
+  end
+  when_ready(client, function(ready_err)
+    if ready_err then
+      return cb({ code = -1, message = ready_err, data = { kind = 'noSidecar' } })
+    end
+    local provider = client.server_capabilities and client.server_capabilities.executeCommandProvider
+    local offered = type(provider) == 'table' and provider.commands or {}
+    if not vim.list_contains(offered, command) then
+      return cb({
+        code = -1,
+        message = ('the sidecar does not offer %s (offered: %s); update the binary and the plugin together'):format(
+          command,
+          table.concat(offered, ', ')
+        ),
+        data = { kind = 'unknownCommand' },
+      })
+    end
+    client:exec_cmd({ title = command, command = command, arguments = { args } }, { bufnr = 0 }, function(e, result)
+      if e then
+        return cb({ code = e.code, message = e.message, data = e.data })
+      end
+      cb(nil, result)
+    end)
+  end)
+end
+
+--- `exec` inside a flow (see `slipway.async`); returns `result` or `nil, err`.
+---@param root string
+---@param command string
+---@param args table
+---@return any result
+---@return slipway.RpcError? err
+function M.call(root, command, args)
+  local err, result = require('slipway.async').await(function(cb)
+    M.exec(root, command, args, cb)
+  end)
+  return result, err
+end
+
+--- Like `call`, but an error ends the flow with the sidecar's message.
+---@param root string
+---@param command string
+---@param args table
+---@return any result
+function M.must(root, command, args)
+  local result, err = M.call(root, command, args)
+  if err then
+    local msg = err.message or vim.inspect(err)
+    require('slipway.async').fail(msg:gsub('^slipway: ', ''))
+  end
+  return result
+end
+
+return M

@@ -1,0 +1,151 @@
+--- The status cache, fed only by `slipway/status` notifications, and the
+--- status line built from it. Reading it never sends a request and never blocks.
+
+local util = require('slipway.util')
+
+local M = {}
+
+---@class slipway.WorktreeStatus
+---@field id string
+---@field path string
+---@field branch string
+---@field strategy string
+---@field dirty boolean
+---@field changedFiles integer
+---@field changedPaths string[]
+---@field ahead integer
+---@field state 'active'|'running'|'preserved'
+---@field why? string
+---@field runId? string
+---@field baseCommit string
+
+---@class slipway.RunSummary
+---@field runId string
+---@field state 'running'|'finished'
+---@field branch? string
+---@field worktreePath? string
+
+---@class slipway.Snapshot
+---@field root string
+---@field commonDir string
+---@field worktrees slipway.WorktreeStatus[]
+---@field runs slipway.RunSummary[]
+---@field running integer
+---@field dirtyPreserved integer
+
+--- Latest `slipway/status` params per client id.
+---@type table<integer, { repositories: slipway.Snapshot[] }>
+M.by_client = {}
+
+local function fire(pattern, data)
+  vim.api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
+end
+
+--- Handler of `slipway/status`: replace the client's cache, fire `User SlipwayStatus`, redraw.
+---@param client_id integer
+---@param params { repositories: slipway.Snapshot[] }
+function M.on_status(client_id, params)
+  if type(params) ~= 'table' then
+    return
+  end
+  M.by_client[client_id] = params
+  util.forget_realpaths()
+  fire('SlipwayStatus', { client_id = client_id, status = params })
+  vim.cmd('redrawstatus!')
+end
+
+--- Drops what a stopped client said.
+---@param client_id integer
+function M.forget(client_id)
+  if M.by_client[client_id] then
+    M.by_client[client_id] = nil
+    fire('SlipwayStatus', { client_id = client_id })
+    pcall(vim.cmd, 'redrawstatus!')
+  end
+end
+
+--- Every repository snapshot known (one per repository).
+---@return slipway.Snapshot[]
+function M.repositories()
+  local seen, out = {}, {}
+  for _, params in pairs(M.by_client) do
+    for _, repo in ipairs(params.repositories or {}) do
+      local key = repo.commonDir or repo.root
+      if not seen[key] then
+        seen[key] = true
+        out[#out + 1] = repo
+      end
+    end
+  end
+  return out
+end
+
+--- The cached state of `path`: its repository snapshot and, when inside one, its worktree.
+---@param path? string default: the current buffer's file, else the cwd
+---@return slipway.Snapshot? repo
+---@return slipway.WorktreeStatus? worktree
+function M.lookup(path)
+  path = path or util.current_path()
+  for _, repo in ipairs(M.repositories()) do
+    for _, w in ipairs(repo.worktrees or {}) do
+      if util.is_within(path, util.realpath(w.path)) then
+        return repo, w
+      end
+    end
+  end
+  for _, repo in ipairs(M.repositories()) do
+    if repo.root and util.is_within(path, util.realpath(repo.root)) then
+      return repo, nil
+    end
+  end
+  return nil, nil
+end
+
+--- Every run the cache says is running, with its repository root.
+---@return { run: slipway.RunSummary, root: string }[]
+function M.running_runs()
+  local out = {}
+  for _, repo in ipairs(M.repositories()) do
+    for _, run in ipairs(repo.runs or {}) do
+      if run.state == 'running' then
+        out[#out + 1] = { run = run, root = repo.root }
+      end
+    end
+  end
+  return out
+end
+
+--- A short status line string for the current buffer (or its cwd): the
+--- worktree's branch, a dirty mark, a running-agent mark, and the count of
+--- dirty preserved worktrees of the repository. Empty outside slipway's knowledge.
+---@param path? string
+---@return string
+function M.statusline(path)
+  local ok, result = pcall(function()
+    local sym = require('slipway.config').get().statusline or {}
+    local repo, w = M.lookup(path)
+    if not repo then
+      return ''
+    end
+    local parts = {}
+    if w then
+      parts[#parts + 1] = (sym.icon or '') .. w.branch
+      if w.dirty then
+        parts[#parts + 1] = sym.dirty or '*'
+      end
+      if w.state == 'running' then
+        parts[#parts + 1] = sym.running or ' ⟳'
+      end
+    elseif (repo.running or 0) > 0 then
+      local mark = sym.running or ' ⟳'
+      parts[#parts + 1] = vim.trim(mark) .. (repo.running > 1 and tostring(repo.running) or '')
+    end
+    if (repo.dirtyPreserved or 0) > 0 then
+      parts[#parts + 1] = (sym.preserved or ' ⚠') .. tostring(repo.dirtyPreserved)
+    end
+    return vim.trim(table.concat(parts))
+  end)
+  return ok and result or ''
+end
+
+return M
