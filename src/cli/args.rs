@@ -40,6 +40,9 @@ pub enum Command {
     /// Docker images for the docker sandboxes.
     #[command(subcommand)]
     Image(ImageCommand),
+    /// Long-lived sandboxes: create once, run many times, exec, close.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -149,6 +152,10 @@ pub struct RunArgs {
     /// The container network (docker sandboxes; default: the engine's).
     #[arg(long)]
     pub network: Option<String>,
+    /// Run in this long-lived sandbox (`slipway sandbox create`); it brings its
+    /// worktree and kind along.
+    #[arg(long, value_name = "SANDBOX_ID", conflicts_with_all = ["worktree", "image"])]
+    pub in_sandbox: Option<String>,
     /// The agent.
     #[arg(long, value_enum, default_value = "command")]
     pub agent: AgentArg,
@@ -252,4 +259,47 @@ pub struct ImageBuildArgs {
     /// The network of RUN steps (default: the engine's).
     #[arg(long)]
     pub network: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Start a long-lived sandbox for an existing worktree.
+    Create(SandboxCreateArgs),
+    /// List long-lived sandboxes.
+    List,
+    /// Run one command in a sandbox, in its worktree.
+    Exec(SandboxExecArgs),
+    /// Remove a sandbox's container (its worktree stays).
+    Close(SandboxIdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxCreateArgs {
+    /// The worktree (id, path or branch).
+    #[arg(long)]
+    pub worktree: String,
+    /// docker or docker-isolated.
+    #[arg(long, value_enum)]
+    pub sandbox: SandboxArg,
+    /// The image; it must be on the engine already.
+    #[arg(long)]
+    pub image: String,
+    /// The container network (default: the engine's).
+    #[arg(long)]
+    pub network: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// The sandbox id.
+    pub id: String,
+    /// The command and its arguments.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxIdArgs {
+    /// The sandbox id.
+    pub id: String,
 }

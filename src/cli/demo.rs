@@ -56,6 +56,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
             command: vec!["sh".into(), "-c".into(), AGENT_SCRIPT.into()],
         },
         sandbox: SandboxSpec::None,
+        sandbox_id: None,
         prompt: PromptSource::Inline("Add a note to NOTES.md and commit it.".into()),
         prompt_args: Default::default(),
         max_iterations: 1,

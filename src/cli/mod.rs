@@ -177,6 +177,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             logs::print_log(&host, args.run.as_deref(), args.follow)
         }
         Command::Image(args::ImageCommand::Build(args)) => image_build(args, cli.json),
+        Command::Sandbox(command) => {
+            let host = open(&cli.repo)?;
+            sandbox_command(&host, command, cli.json)
+        }
         Command::Runs => {
             let host = open(&cli.repo)?;
             let dir = host.slipway_dir();
@@ -332,6 +336,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         copy: args.copy,
         agent,
         sandbox,
+        sandbox_id: args.in_sandbox.clone(),
         prompt,
         prompt_args,
         max_iterations: args.max_iterations,
@@ -462,4 +467,102 @@ fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliEr
         println!("Built {} ({id})", args.tag);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn sandbox_command(
+    host: &HostRepo,
+    command: args::SandboxCommand,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    use slipway::run::sandboxes;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let err = |e: sandboxes::SandboxesError| CliError::new(e.kind(), e.to_string());
+    match command {
+        args::SandboxCommand::Create(a) => {
+            let spec = match (a.sandbox, a.image) {
+                (SandboxArg::Docker, image) => SandboxSpec::Docker {
+                    image,
+                    network: a.network,
+                },
+                (SandboxArg::DockerIsolated, image) => SandboxSpec::DockerIsolated {
+                    image,
+                    network: a.network,
+                },
+                (SandboxArg::None, _) => {
+                    return Err(CliError::new(
+                        "invalidParams",
+                        "only docker and docker-isolated sandboxes are long-lived",
+                    ));
+                }
+            };
+            let record = runtime
+                .block_on(sandboxes::create(host, &a.worktree, &spec))
+                .map_err(err)?;
+            if json {
+                print_json(&record);
+            } else {
+                println!(
+                    "Created sandbox {} (container {}) for {} on {}",
+                    record.id,
+                    &record.container_id[..record.container_id.len().min(12)],
+                    record.worktree_path.display(),
+                    record.branch
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        args::SandboxCommand::List => {
+            let list = sandboxes::SandboxRecord::list(host);
+            if json {
+                print_json(&serde_json::json!({ "sandboxes": list }));
+            } else if list.is_empty() {
+                println!("No sandboxes.");
+            } else {
+                for r in list {
+                    println!("{}  {}  {}", r.id, r.branch, r.worktree_path.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        args::SandboxCommand::Exec(a) => {
+            if a.command.is_empty() {
+                return Err(CliError::new(
+                    "invalidParams",
+                    "give the command after `--`",
+                ));
+            }
+            let (code, output) = runtime
+                .block_on(sandboxes::exec(host, &a.id, a.command))
+                .map_err(err)?;
+            if json {
+                print_json(&serde_json::json!({ "exitCode": code, "output": output }));
+            } else {
+                print!("{output}");
+            }
+            Ok(if code == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        args::SandboxCommand::Close(a) => {
+            let record = runtime
+                .block_on(sandboxes::close(host, &a.id))
+                .map_err(err)?;
+            if json {
+                print_json(
+                    &serde_json::json!({ "closed": record.id, "worktreePath": record.worktree_path }),
+                );
+            } else {
+                println!(
+                    "Closed sandbox {}; the worktree {} stays (close it with `slipway worktree close`)",
+                    record.id,
+                    record.worktree_path.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

@@ -192,7 +192,21 @@ impl State {
     pub async fn status_for(self: &Arc<Self>, path: &Path) -> Value {
         let path = canonical(path);
         if let Some(answer) = self.status_from_cache(&path).await {
-            return answer;
+            // A path under a repository's worktrees folder that the cache does not
+            // know yet is a worktree created since the last refresh: look again.
+            let stale = answer["inWorktree"] == false
+                && answer["root"].as_str().is_some_and(|root| {
+                    path.starts_with(Path::new(root).join(".slipway").join("worktrees"))
+                });
+            if !stale {
+                return answer;
+            }
+            if let Some(root) = answer["root"].as_str().map(PathBuf::from) {
+                self.refresh_now(&root).await;
+                if let Some(fresh) = self.status_from_cache(&path).await {
+                    return fresh;
+                }
+            }
         }
         let opened = {
             let p = path.clone();
@@ -211,6 +225,30 @@ impl State {
             }
         }
         self.status_from_cache(&path).await.unwrap_or(Value::Null)
+    }
+
+    /// Recomputes one repository's snapshot at once (blocking work on a thread).
+    async fn refresh_now(&self, root: &Path) {
+        let Some(common) = ({
+            let repos = self.repos.lock().await;
+            repos
+                .iter()
+                .find(|(_, r)| r.root == root)
+                .map(|(c, _)| c.clone())
+        }) else {
+            return;
+        };
+        let root = root.to_path_buf();
+        let common_for_task = common.clone();
+        if let Ok(Some(refresh)) =
+            tokio::task::spawn_blocking(move || compute(&common_for_task, &root, &HashMap::new()))
+                .await
+        {
+            let mut repos = self.repos.lock().await;
+            if let Some(repo) = repos.get_mut(&common) {
+                repo.snapshot = Some(refresh.snapshot);
+            }
+        }
     }
 
     async fn status_from_cache(&self, path: &Path) -> Option<Value> {

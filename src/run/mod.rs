@@ -25,6 +25,7 @@ use crate::worktree::lock::{BranchLock, LockError};
 use record::{EventLog, RunRecord, RunState};
 
 pub mod record;
+pub mod sandboxes;
 use crate::worktree::{
     self, CloseOutcome, CreateError, CreateRequest, WorktreeRecord, WorktreeState,
     WorktreeStrategy, WorktreeTarget,
@@ -150,7 +151,7 @@ impl ActiveSandbox {
 
 /// The container configuration every Docker sandbox of a run shares, after
 /// reaping containers of this repository whose runs are gone.
-async fn docker_config(
+pub(crate) async fn docker_config(
     host: &HostRepo,
     image: &str,
     network: &Option<String>,
@@ -160,6 +161,7 @@ async fn docker_config(
     let scope = host.common_dir().display().to_string();
     let engine = docker::connect().await?;
     let mut live: Vec<String> = RecordList::live_runs(&host.slipway_dir());
+    live.extend(sandboxes::live_ids(&host.slipway_dir()));
     live.push(run_id.to_owned());
     if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
         tracing::warn!("could not reap orphan containers: {e}");
@@ -190,6 +192,47 @@ impl RecordList {
     }
 }
 
+/// Attaches to a long-lived sandbox; an isolated one gets what changed since
+/// it was last synced.
+async fn attach_sandbox(
+    ctx: &mut Ctx<'_>,
+    host: &HostRepo,
+    place: &Place,
+    id: &str,
+) -> Result<ActiveSandbox, RunError> {
+    use crate::sandbox::isolated;
+    let record = sandboxes::SandboxRecord::load(host, id)
+        .ok_or_else(|| RunError::Invalid(format!("no sandbox '{id}' in this repository")))?;
+    let docker = sandboxes::attach_docker(&record).await?;
+    match record.spec {
+        SandboxSpec::DockerIsolated { .. } => {
+            let have = record
+                .synced_commit
+                .as_deref()
+                .and_then(|c| git2::Oid::from_str(c).ok());
+            let (seed, base) =
+                isolated::build_seed(&place.cwd, &place.branch, &place.copied, have)?;
+            ctx.phase(
+                "sandbox",
+                format!(
+                    "shipping {} bytes into sandbox {id}{}",
+                    seed.len(),
+                    have.map(|h| format!(
+                        " (only what is new since {})",
+                        crate::git::policy::short_id(h)
+                    ))
+                    .unwrap_or_default()
+                ),
+            );
+            let sandbox =
+                isolated::IsolatedSandbox::attach(docker, &place.cwd, &place.branch, seed, base)
+                    .await?;
+            Ok(ActiveSandbox::Isolated(Box::new(sandbox)))
+        }
+        _ => Ok(ActiveSandbox::Docker(Box::new(docker))),
+    }
+}
+
 /// Starts the sandbox a run asked for.
 async fn start_sandbox(
     spec: &SandboxSpec,
@@ -213,7 +256,8 @@ async fn start_sandbox(
                     "the docker-isolated sandbox copies code in and out of a worktree; use the merge-to-head or branch strategy, not head".into(),
                 ));
             }
-            let (seed, base) = isolated::build_seed(&place.cwd, &place.branch, &place.copied)?;
+            let (seed, base) =
+                isolated::build_seed(&place.cwd, &place.branch, &place.copied, None)?;
             let config = docker_config(host, image, network, run_id).await?;
             let sandbox =
                 isolated::IsolatedSandbox::start(config, &place.cwd, &place.branch, seed, base)
@@ -291,6 +335,10 @@ pub struct RunRequest {
     pub agent: AgentSpec,
     /// Which sandbox.
     pub sandbox: SandboxSpec,
+    /// Run in this long-lived sandbox (see [`sandboxes`]) instead of a new one;
+    /// its worktree and kind win over `worktree` and `sandbox`.
+    #[serde(default)]
+    pub sandbox_id: Option<String>,
     /// The prompt.
     pub prompt: PromptSource,
     /// Template arguments.
@@ -1031,6 +1079,23 @@ async fn run_recorded(
         );
     }
 
+    let mut request = request;
+    if let Some(id) = request.sandbox_id.clone() {
+        match sandboxes::SandboxRecord::load(host, &id) {
+            Some(sandbox) => {
+                request.worktree = Some(sandbox.worktree_id);
+                request.sandbox = sandbox.spec;
+            }
+            None => {
+                return fail(
+                    ctx,
+                    RunError::Invalid(format!(
+                        "no sandbox '{id}' in this repository; see `slipway sandbox list`"
+                    )),
+                );
+            }
+        }
+    }
     let (place, notes) = match prepare_place(host, &request) {
         Ok(p) => p,
         Err(e) => return fail(ctx, e),
@@ -1182,7 +1247,10 @@ async fn drive(
         "sandbox",
         format!("starting the {} sandbox", sandbox_name(&request.sandbox)),
     );
-    let active = start_sandbox(&request.sandbox, host, place, &ctx.result.run_id).await?;
+    let active = match &request.sandbox_id {
+        Some(id) => attach_sandbox(ctx, host, place, id).await?,
+        None => start_sandbox(&request.sandbox, host, place, &ctx.result.run_id).await?,
+    };
     let sandbox = active.as_dyn();
     let staging = host
         .slipway_dir()
@@ -1295,6 +1363,13 @@ async fn drive(
         );
         match isolated.collect(host.root()).await {
             Ok(collected) => {
+                if let Some(id) = &request.sandbox_id {
+                    let tip = host
+                        .git()
+                        .refname_to_id(&format!("refs/heads/{}", place.branch))
+                        .ok();
+                    sandboxes::SandboxRecord::set_synced(host, id, tip);
+                }
                 if let Some(side) = collected.diverged_branch {
                     ctx.result.warnings.push(format!(
                         "the sandbox's branch was not a fast-forward of '{}': its commits were kept on '{side}'",

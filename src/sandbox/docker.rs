@@ -222,6 +222,8 @@ pub struct DockerSandbox {
     user: String,
     next_exec: AtomicU64,
     closed: AtomicBool,
+    /// A long-lived sandbox: `close` and dropping leave the container running.
+    persistent: AtomicBool,
 }
 
 impl std::fmt::Debug for DockerSandbox {
@@ -270,6 +272,7 @@ impl DockerSandbox {
                     user: config.user,
                     next_exec: AtomicU64::new(0),
                     closed: AtomicBool::new(false),
+                    persistent: AtomicBool::new(false),
                 });
             }
             Ok(Ok(Err(e))) => e,
@@ -505,10 +508,59 @@ impl DockerSandbox {
     }
 
     async fn shut_down(&self) {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        if self.closed.swap(true, Ordering::SeqCst) || self.persistent.load(Ordering::SeqCst) {
             return;
         }
         remove_forced(&self.docker, &self.id).await;
+    }
+
+    /// Makes this a long-lived sandbox: `close` and dropping the handle leave
+    /// the container running for later runs; [`destroy`](Self::destroy) removes it.
+    pub fn make_persistent(&self) {
+        self.persistent.store(true, Ordering::SeqCst);
+    }
+
+    /// Removes the container whatever kind of sandbox this is.
+    pub async fn destroy(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        remove_forced(&self.docker, &self.id).await;
+    }
+
+    /// Attaches to the running container of a long-lived sandbox.
+    pub async fn attach(
+        docker: Docker,
+        container: &str,
+        user: String,
+    ) -> Result<DockerSandbox, SandboxError> {
+        let inspect = docker
+            .inspect_container(container, None)
+            .await
+            .map_err(|e| engine_error("the sandbox's container is gone", e))?;
+        let running = inspect
+            .state
+            .as_ref()
+            .and_then(|s| s.running)
+            .unwrap_or(false);
+        if !running {
+            return Err(SandboxError::Other(format!(
+                "the sandbox's container {container} is not running; close the sandbox and create a new one"
+            )));
+        }
+        let name = inspect
+            .name
+            .map(|n| n.trim_start_matches('/').to_owned())
+            .unwrap_or_else(|| container.to_owned());
+        // Earlier processes' pid files are numbered too: start far from them.
+        let start = u64::from_str_radix(&crate::util::random_hex(3), 16).unwrap_or(0) << 16;
+        Ok(DockerSandbox {
+            docker,
+            id: inspect.id.unwrap_or_else(|| container.to_owned()),
+            name,
+            user,
+            next_exec: AtomicU64::new(start),
+            closed: AtomicBool::new(false),
+            persistent: AtomicBool::new(true),
+        })
     }
 }
 
@@ -557,7 +609,7 @@ impl Drop for DockerSandbox {
     /// removal runs on its own thread because Drop cannot await, and the
     /// caller's runtime may be the thing shutting down.
     fn drop(&mut self) {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        if self.closed.swap(true, Ordering::SeqCst) || self.persistent.load(Ordering::SeqCst) {
             return;
         }
         let docker = self.docker.clone();

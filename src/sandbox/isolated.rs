@@ -114,16 +114,21 @@ pub(crate) fn add_tree(
 
 /// Builds the upload: the branch as a bundle, the worktree's uncommitted
 /// files, the copied-in paths, and the list of deleted files.
+///
+/// With `have` (a commit the container already holds), the bundle carries only
+/// what is new since it.
 pub fn build_seed(
     worktree: &Path,
     branch: &str,
     copied: &[String],
+    have: Option<Oid>,
 ) -> Result<(Vec<u8>, Option<Oid>), SandboxError> {
     let repo = Repository::open(worktree).map_err(|e| other("cannot open the worktree", e))?;
     let refname = format!("refs/heads/{branch}");
     let base = repo.refname_to_id(&refname).ok();
+    let have = have.filter(|h| repo.find_commit(*h).is_ok());
     let bundle =
-        bundle::create(&repo, &refname, None).map_err(|e| other("cannot bundle the branch", e))?;
+        bundle::create(&repo, &refname, have).map_err(|e| other("cannot bundle the branch", e))?;
     let mut builder = tar::Builder::new(Vec::new());
     add_file(&mut builder, "slipway-in/repo.bundle", &bundle, 0o644)?;
     let mut deleted = String::new();
@@ -182,11 +187,7 @@ impl IsolatedSandbox {
         base: Option<Oid>,
     ) -> Result<IsolatedSandbox, SandboxError> {
         config.mounts.clear();
-        let name = host_worktree
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "worktree".into());
-        let container_worktree = PathBuf::from(WORK_ROOT).join(name);
+        let container_worktree = container_worktree_for(host_worktree);
         config.workdir = None;
         let inner = DockerSandbox::start(config).await?;
         let sandbox = IsolatedSandbox {
@@ -244,6 +245,27 @@ impl IsolatedSandbox {
         &self.container_worktree
     }
 
+    /// Attaches to the container of a long-lived isolated sandbox and ships
+    /// what changed since it was last synced (see [`build_seed`] with `have`).
+    pub async fn attach(
+        inner: DockerSandbox,
+        host_worktree: &Path,
+        branch: &str,
+        seed: Vec<u8>,
+        base: Option<Oid>,
+    ) -> Result<IsolatedSandbox, SandboxError> {
+        let sandbox = IsolatedSandbox {
+            container_worktree: container_worktree_for(host_worktree),
+            inner,
+            host_worktree: host_worktree.to_path_buf(),
+            branch: branch.to_owned(),
+            base,
+        };
+        sandbox.script(r#"rm -rf "$IN" "$OUT""#).await?;
+        sandbox.seed(seed).await?;
+        Ok(sandbox)
+    }
+
     async fn seed(&self, tar: Vec<u8>) -> Result<(), SandboxError> {
         let options = bollard::query_parameters::UploadToContainerOptionsBuilder::default()
             .path("/tmp")
@@ -257,12 +279,14 @@ impl IsolatedSandbox {
             )
             .await
             .map_err(|e| other("cannot upload the code into the container", e))?;
+        // The same steps seed a new container and refresh a long-lived one.
         let script = r#"set -e
 mkdir -p "$WT"
 cd "$WT"
-git init -q
-git fetch -q "$IN/repo.bundle" "refs/heads/$BRANCH:refs/heads/$BRANCH"
-git checkout -q "$BRANCH"
+if [ ! -d .git ]; then git init -q; fi
+git fetch -q "$IN/repo.bundle" "+refs/heads/$BRANCH:refs/slipway/incoming"
+git checkout -q -f -B "$BRANCH" refs/slipway/incoming
+git clean -fdq
 if [ -d "$IN/worktree" ]; then cp -a "$IN/worktree/." "$WT/"; fi
 while IFS= read -r f; do if [ -n "$f" ]; then rm -f -- "$f"; fi; done < "$IN/deleted.txt"
 "#;
@@ -352,6 +376,15 @@ done < "$IN/seeded.txt"
         .await
         .map_err(|e| other("applying the results", e))?
     }
+}
+
+/// The container's copy of a host worktree.
+fn container_worktree_for(host_worktree: &Path) -> PathBuf {
+    let name = host_worktree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "worktree".into());
+    PathBuf::from(WORK_ROOT).join(name)
 }
 
 /// Writes what came back into the host: objects and the branch first (the

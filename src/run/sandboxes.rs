@@ -1,0 +1,237 @@
+//! Long-lived sandboxes: create a container once for a worktree, run in it
+//! many times, exec commands in it, then close it. Closing removes only the
+//! container; the worktree follows its own close rules. Each sandbox has a
+//! record under `.slipway/sandboxes/`, so any later process can use it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{RunError, SandboxSpec, docker_config};
+use crate::git::HostRepo;
+use crate::sandbox::docker::{DockerSandbox, host_user, protected_mounts};
+use crate::sandbox::isolated::{IsolatedSandbox, build_seed};
+use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
+use crate::util::{now_secs, random_hex, write_atomic};
+use crate::worktree;
+
+/// What is known of one long-lived sandbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxRecord {
+    /// Sandbox id (also the container's `slipway.run` label).
+    pub id: String,
+    /// Which kind of sandbox.
+    pub spec: SandboxSpec,
+    /// The container.
+    pub container_id: String,
+    /// The worktree it serves.
+    pub worktree_id: String,
+    /// That worktree's path on the host.
+    pub worktree_path: PathBuf,
+    /// Its branch.
+    pub branch: String,
+    /// The user processes run as.
+    pub user: String,
+    /// Isolated sandboxes: the branch commit the container already holds.
+    pub synced_commit: Option<String>,
+    /// Creation time, seconds since the epoch.
+    pub created: u64,
+}
+
+/// Why a sandbox operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxesError {
+    /// No such sandbox.
+    #[error("no sandbox '{0}' in this repository; see `slipway sandbox list`")]
+    Unknown(String),
+    /// The host sandbox is not long-lived.
+    #[error(
+        "only docker and docker-isolated sandboxes are long-lived; pass --sandbox docker or docker-isolated with --image"
+    )]
+    NotAContainer,
+    /// Anything the run machinery reports.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl SandboxesError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SandboxesError::Unknown(_) => "unknownSandbox",
+            SandboxesError::NotAContainer => "invalidParams",
+            SandboxesError::Run(e) => e.kind(),
+        }
+    }
+}
+
+fn dir(host: &HostRepo) -> PathBuf {
+    host.slipway_dir().join("sandboxes")
+}
+
+impl SandboxRecord {
+    fn save(&self, host: &HostRepo) -> Result<(), RunError> {
+        let bytes = serde_json::to_vec_pretty(self).expect("a sandbox record always serialises");
+        write_atomic(&dir(host).join(format!("{}.json", self.id)), &bytes)
+            .map_err(|e| RunError::Io(e.to_string()))
+    }
+
+    /// Loads one record.
+    pub fn load(host: &HostRepo, id: &str) -> Option<SandboxRecord> {
+        let bytes = std::fs::read(dir(host).join(format!("{id}.json"))).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Every record.
+    pub fn list(host: &HostRepo) -> Vec<SandboxRecord> {
+        let Ok(entries) = std::fs::read_dir(dir(host)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<SandboxRecord> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .collect();
+        out.sort_by_key(|r: &SandboxRecord| r.created);
+        out
+    }
+
+    /// Records that the container now holds `commit` of the branch.
+    pub fn set_synced(host: &HostRepo, id: &str, commit: Option<git2::Oid>) {
+        if let Some(mut record) = SandboxRecord::load(host, id) {
+            record.synced_commit = commit.map(|c| c.to_string());
+            let _ = record.save(host);
+        }
+    }
+}
+
+/// Creates a long-lived sandbox for an existing worktree.
+pub async fn create(
+    host: &HostRepo,
+    worktree_selector: &str,
+    spec: &SandboxSpec,
+) -> Result<SandboxRecord, SandboxesError> {
+    let record = worktree::find(host, worktree_selector)
+        .ok_or_else(|| RunError::WorktreeNotFound(worktree_selector.to_owned()))?;
+    let id = format!("sbx-{}", random_hex(4));
+    let (container, synced) = match spec {
+        SandboxSpec::None => return Err(SandboxesError::NotAContainer),
+        SandboxSpec::Docker { image, network } => {
+            let mut config = docker_config(host, image, network, &id).await?;
+            config.mounts =
+                protected_mounts(host.common_dir(), &record.path).map_err(RunError::from)?;
+            config.workdir = Some(record.path.clone());
+            let sandbox = DockerSandbox::start(config).await.map_err(RunError::from)?;
+            sandbox.make_persistent();
+            (sandbox.container_id().to_owned(), None)
+        }
+        SandboxSpec::DockerIsolated { image, network } => {
+            let (seed, base) =
+                build_seed(&record.path, &record.branch, &[], None).map_err(RunError::from)?;
+            let config = docker_config(host, image, network, &id).await?;
+            let sandbox = IsolatedSandbox::start(config, &record.path, &record.branch, seed, base)
+                .await
+                .map_err(RunError::from)?;
+            sandbox.docker().make_persistent();
+            (sandbox.container_id().to_owned(), base)
+        }
+    };
+    let sandbox = SandboxRecord {
+        id,
+        spec: spec.clone(),
+        container_id: container,
+        worktree_id: record.id,
+        worktree_path: record.path,
+        branch: record.branch,
+        user: host_user(),
+        synced_commit: synced.map(|c| c.to_string()),
+        created: now_secs(),
+    };
+    sandbox.save(host)?;
+    Ok(sandbox)
+}
+
+/// Attaches to a long-lived sandbox's container.
+pub async fn attach_docker(record: &SandboxRecord) -> Result<DockerSandbox, RunError> {
+    let engine = crate::sandbox::docker::connect().await?;
+    Ok(DockerSandbox::attach(engine, &record.container_id, record.user.clone()).await?)
+}
+
+/// Runs one command in a long-lived sandbox, in its worktree; returns (exit code, output).
+pub async fn exec(
+    host: &HostRepo,
+    id: &str,
+    argv: Vec<String>,
+) -> Result<(i32, String), SandboxesError> {
+    let record =
+        SandboxRecord::load(host, id).ok_or_else(|| SandboxesError::Unknown(id.to_owned()))?;
+    let docker = attach_docker(&record).await?;
+    let cwd = match record.spec {
+        SandboxSpec::DockerIsolated { .. } => PathBuf::from("/tmp/slipway-work").join(
+            record
+                .worktree_path
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+        ),
+        _ => record.worktree_path.clone(),
+    };
+    let mut execution = docker
+        .exec(ExecSpec {
+            argv,
+            cwd,
+            env: Vec::new(),
+            stdin: None,
+        })
+        .await
+        .map_err(RunError::from)?;
+    let mut output = String::new();
+    while let Some(event) = execution.output.recv().await {
+        if let OutputEvent::Line(line) = event {
+            output.push_str(&line);
+            output.push('\n');
+        }
+    }
+    let code = (&mut execution.exit)
+        .await
+        .map_err(|e| RunError::Sandbox(SandboxError::Other(e.to_string())))?
+        .map_err(RunError::from)?;
+    Ok((code, output))
+}
+
+/// Removes a long-lived sandbox's container and its record; the worktree stays.
+pub async fn close(host: &HostRepo, id: &str) -> Result<SandboxRecord, SandboxesError> {
+    let record =
+        SandboxRecord::load(host, id).ok_or_else(|| SandboxesError::Unknown(id.to_owned()))?;
+    if let Ok(docker) = attach_docker(&record).await {
+        docker.destroy().await;
+    } else if let Ok(engine) = crate::sandbox::docker::connect().await {
+        // Not running: remove it anyway so nothing is left behind.
+        let options = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .build();
+        let _ = engine
+            .remove_container(&record.container_id, Some(options))
+            .await;
+    }
+    let _ = std::fs::remove_file(dir(host).join(format!("{id}.json")));
+    Ok(record)
+}
+
+/// Ids of every long-lived sandbox (their containers are not orphans).
+pub fn live_ids(slipway_dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(slipway_dir.join("sandboxes")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_suffix(".json")
+                .map(str::to_owned)
+        })
+        .collect()
+}
