@@ -305,3 +305,48 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
         "cancel removes the container"
     );
 }
+
+#[test]
+fn sandbox_hooks_run_inside_the_container_and_host_hooks_on_the_host() {
+    require_engine();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let host_marker = env.path().join("host-hook-ran");
+    let out = docker_run(
+        &env,
+        &repo,
+        &[
+            "--branch",
+            "hooks",
+            "--on-worktree-ready",
+            &format!("touch '{}'", host_marker.display()),
+            "--on-sandbox-ready",
+            "echo inside > /tmp/sandbox-hook-ran",
+        ],
+        "cat /tmp/sandbox-hook-ran",
+    );
+    let result = ok_json(&out);
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(
+        log.contains("inside"),
+        "the agent saw the sandbox hook's file:\n{log}"
+    );
+    assert!(host_marker.exists(), "the host hook ran on the host");
+
+    let out = docker_run(
+        &env,
+        &repo,
+        &[
+            "--branch",
+            "hooks2",
+            "--on-sandbox-ready",
+            "echo 'no such tool' >&2; exit 9",
+        ],
+        "true",
+    );
+    assert!(!out.status.success());
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(result["error"]["kind"], "hookFailed");
+    assert!(s(&result["error"], "message").contains("no such tool"));
+    assert!(containers_of(s(&result, "runId")).is_empty());
+}
