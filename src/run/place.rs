@@ -1,0 +1,154 @@
+//! Where a run works (the host checkout or a worktree), and what happens to
+//! that worktree afterwards.
+
+use super::*;
+
+pub(super) fn branch_tip(repo: &git2::Repository, branch: &str) -> Option<git2::Oid> {
+    repo.find_reference(&format!("refs/heads/{branch}"))
+        .and_then(|r| r.peel_to_commit())
+        .map(|c| c.id())
+        .ok()
+}
+
+/// What the run works in.
+pub(super) struct Place {
+    pub(super) cwd: PathBuf,
+    pub(super) branch: String,
+    /// `None` for `head`.
+    pub(super) record: Option<WorktreeRecord>,
+    /// The worktree was handed in and stays after the run.
+    pub(super) handle: bool,
+    pub(super) lock: BranchLock,
+    /// Top-level paths copied into the worktree (they also go into isolated sandboxes).
+    pub(super) copied: Vec<String>,
+}
+
+pub(super) fn prepare_place(
+    host: &HostRepo,
+    request: &RunRequest,
+) -> Result<(Place, Vec<String>), RunError> {
+    if let Some(selector) = &request.worktree {
+        let record = worktree::find(host, selector)
+            .ok_or_else(|| RunError::WorktreeNotFound(selector.clone()))?;
+        let lock = worktree::lock_branch(host, &record.branch)?;
+        return Ok((
+            Place {
+                cwd: record.path.clone(),
+                branch: record.branch.clone(),
+                record: Some(record),
+                handle: true,
+                lock,
+                copied: request.copy.clone(),
+            },
+            Vec::new(),
+        ));
+    }
+    let target = match &request.strategy {
+        RunStrategy::Head => {
+            let branch = host.current_branch().unwrap_or_else(|| "HEAD".to_owned());
+            let lock = worktree::lock_branch(host, &branch)?;
+            return Ok((
+                Place {
+                    cwd: host.root().to_path_buf(),
+                    branch,
+                    record: None,
+                    handle: false,
+                    lock,
+                    copied: Vec::new(),
+                },
+                Vec::new(),
+            ));
+        }
+        RunStrategy::MergeToHead => WorktreeTarget::MergeToHead,
+        RunStrategy::Branch { name, base } => {
+            validate_branch_name(name)?;
+            WorktreeTarget::Branch {
+                name: name.clone(),
+                base: base.clone(),
+            }
+        }
+    };
+    let branch = match &target {
+        WorktreeTarget::Branch { name, .. } => name.clone(),
+        WorktreeTarget::MergeToHead => worktree::new_temp_branch_name(),
+    };
+    worktree::ensure_slipway_dir(host).map_err(|e| RunError::Io(e.to_string()))?;
+    let lock = worktree::lock_branch(host, &branch)?;
+    let created = worktree::create_locked(
+        host,
+        &CreateRequest {
+            target,
+            source: request.source.clone(),
+            copy: request.copy.clone(),
+        },
+        &lock,
+    )?;
+    Ok((
+        Place {
+            cwd: created.record.path.clone(),
+            branch: created.record.branch.clone(),
+            record: Some(created.record),
+            handle: false,
+            lock,
+            copied: created.copy.copied.clone(),
+        },
+        created.notes,
+    ))
+}
+
+/// After the run: keep, preserve or remove the worktree as the strategy and its state say.
+pub(super) fn finish_place(
+    ctx: &mut Ctx<'_>,
+    host: &HostRepo,
+    place: &Place,
+    strategy: Option<WorktreeStrategy>,
+) {
+    let Some(record) = &place.record else { return };
+    let slipway_dir = host.slipway_dir();
+    let mut record =
+        WorktreeRecord::load(&slipway_dir, &record.id).unwrap_or_else(|| record.clone());
+    record.run_pid = None;
+    let dirty = git2::Repository::open(&place.cwd)
+        .ok()
+        .and_then(|r| changed_paths(&r).ok())
+        .unwrap_or_default();
+    let close_after = strategy == Some(WorktreeStrategy::MergeToHead) && !place.handle;
+    if close_after {
+        match worktree::close_locked(host, record.clone(), false, &place.lock) {
+            Ok(CloseOutcome::Removed { branch_kept, .. }) => {
+                if let Some(kept) = branch_kept {
+                    ctx.log.line(&format!("[slipway] {kept}"));
+                    ctx.result.kept_branch = Some(kept);
+                }
+                return;
+            }
+            Ok(CloseOutcome::Preserved {
+                preserved_path,
+                reason,
+                ..
+            }) => {
+                ctx.log
+                    .line(&format!("[slipway] worktree preserved: {reason}"));
+                ctx.result.preserved_worktree_path = Some(preserved_path);
+                ctx.result.kept_branch = Some(format!(
+                    "branch '{}' was kept with the preserved worktree ({reason}); close it with `slipway worktree close {}` once you have looked",
+                    place.branch, place.branch
+                ));
+                return;
+            }
+            Err(e) => ctx
+                .result
+                .warnings
+                .push(format!("could not close the worktree: {e}")),
+        }
+    }
+    record.state = if dirty.is_empty() {
+        WorktreeState::Active
+    } else {
+        WorktreeState::Preserved
+    };
+    record.why =
+        (!dirty.is_empty()).then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
+    let _ = record.save(&slipway_dir);
+    ctx.result.preserved_worktree_path = Some(place.cwd.clone());
+}
