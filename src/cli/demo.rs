@@ -57,6 +57,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
         },
         sandbox: SandboxSpec::None,
         sandbox_id: None,
+        workspace: None,
         prompt: PromptSource::Inline("Add a note to NOTES.md and commit it.".into()),
         prompt_args: Default::default(),
         max_iterations: 1,

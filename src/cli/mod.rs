@@ -337,6 +337,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         agent,
         sandbox,
         sandbox_id: args.in_sandbox.clone(),
+        workspace: None,
         prompt,
         prompt_args,
         max_iterations: args.max_iterations,

@@ -27,6 +27,16 @@ pub fn create(
     exclude: Option<Oid>,
 ) -> Result<Vec<u8>, git2::Error> {
     let tip = repo.refname_to_id(refname)?;
+    create_at(repo, tip, refname, exclude)
+}
+
+/// A bundle naming `tip` as `refname` (the ref need not exist in `repo`).
+pub fn create_at(
+    repo: &Repository,
+    tip: Oid,
+    refname: &str,
+    exclude: Option<Oid>,
+) -> Result<Vec<u8>, git2::Error> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     let mut header = String::from("# v2 git bundle\n");

@@ -309,6 +309,7 @@ pub fn validate_run(
         agent: args.agent,
         sandbox: args.sandbox.unwrap_or(SandboxSpec::None),
         sandbox_id: None,
+        workspace: None,
         prompt,
         prompt_args: args.args,
         max_iterations: args.max_iterations.unwrap_or(1),

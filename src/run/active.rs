@@ -7,6 +7,8 @@ pub(super) enum ActiveSandbox {
     Host(HostSandbox),
     Docker(Box<crate::sandbox::docker::DockerSandbox>),
     Isolated(Box<crate::sandbox::isolated::IsolatedSandbox>),
+    /// A workspace's container: mounts at their `dst`, host paths mapped.
+    Mapped(Box<crate::sandbox::mapped::MappedSandbox>),
 }
 
 impl ActiveSandbox {
@@ -27,7 +29,7 @@ impl ActiveSandbox {
             return Ok(None);
         };
         let (docker, container_cwd) = match self {
-            ActiveSandbox::Host(_) => return Ok(None),
+            ActiveSandbox::Host(_) | ActiveSandbox::Mapped(_) => return Ok(None),
             ActiveSandbox::Docker(d) => (d.as_ref(), host_cwd.to_path_buf()),
             ActiveSandbox::Isolated(i) => (i.docker(), i.container_worktree().to_path_buf()),
         };
@@ -74,6 +76,7 @@ impl ActiveSandbox {
             ActiveSandbox::Host(s) => s,
             ActiveSandbox::Docker(s) => s.as_ref(),
             ActiveSandbox::Isolated(s) => s.as_ref(),
+            ActiveSandbox::Mapped(s) => s.as_ref(),
         }
     }
 }
@@ -174,6 +177,15 @@ pub(super) async fn start_sandbox(
         SandboxSpec::None => Ok(ActiveSandbox::Host(HostSandbox)),
         SandboxSpec::Docker { image, network } => {
             let mut config = docker_config(host, image, network, run_id).await?;
+            if let Some(mounts) = &place.workspace {
+                config.mounts = super::workspace::docker_mounts(mounts)?;
+                let sandbox = docker::DockerSandbox::start(config).await?;
+                let mapped = crate::sandbox::mapped::MappedSandbox::new(
+                    Box::new(sandbox),
+                    super::workspace::path_map(mounts),
+                );
+                return Ok(ActiveSandbox::Mapped(Box::new(mapped)));
+            }
             config.mounts = docker::protected_mounts(host.common_dir(), &place.cwd)?;
             config.workdir = Some(place.cwd.clone());
             let sandbox = docker::DockerSandbox::start(config).await?;

@@ -29,6 +29,7 @@ mod place;
 mod process;
 pub mod record;
 pub mod sandboxes;
+pub mod workspace;
 
 use crate::worktree::{
     self, CloseOutcome, CreateError, CreateRequest, WorktreeRecord, WorktreeState,
@@ -149,6 +150,9 @@ pub struct RunRequest {
     pub agent: AgentSpec,
     /// Which sandbox.
     pub sandbox: SandboxSpec,
+    /// Run on a workspace: several mounts, each shared or isolated (see [`workspace`]).
+    #[serde(default)]
+    pub workspace: Option<workspace::WorkspacePlan>,
     /// Run in this long-lived sandbox (see [`sandboxes`]) instead of a new one;
     /// its worktree and kind win over `worktree` and `sandbox`.
     #[serde(default)]
@@ -241,6 +245,9 @@ pub struct RunResult {
     pub refs_restored: Vec<RefChange>,
     /// Things the user should know.
     pub warnings: Vec<String>,
+    /// Workspace runs: what happened in each mount (branches, commits, kept checkouts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<workspace::MountResult>,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
 }
@@ -263,6 +270,12 @@ pub enum RunError {
     /// The branch is locked by another create or run.
     #[error(transparent)]
     BranchInUse(#[from] LockError),
+    /// Workspace mounts with the `ask` policy need a choice.
+    #[error("a source branch must be chosen for {}", mounts.iter().map(|(dst, choices)| format!("{} (one of: {})", dst.display(), choices.join(", "))).collect::<Vec<_>>().join("; "))]
+    SourcesRequired {
+        /// Every `ask` mount's `dst`, in order, with its choices.
+        mounts: Vec<(PathBuf, Vec<String>)>,
+    },
     /// `--worktree` named nothing.
     #[error("no slipway worktree matches '{0}'; see `slipway worktree list`")]
     WorktreeNotFound(String),
@@ -318,6 +331,7 @@ impl RunError {
             RunError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
             RunError::BranchInUse(_) | RunError::Io(_) => "io",
             RunError::WorktreeNotFound(_) => "worktreeNotFound",
+            RunError::SourcesRequired { .. } => "sourceBranchRequired",
             RunError::Hook { .. } => "hookFailed",
             RunError::HookTimeout { .. } => "hookTimeout",
             RunError::IdleTimeout { .. } => "idleTimeout",
@@ -531,6 +545,7 @@ async fn run_recorded(
             merge: None,
             refs_restored: Vec::new(),
             warnings: Vec::new(),
+            mounts: Vec::new(),
             error: None,
         },
     };
@@ -674,6 +689,34 @@ async fn run_recorded(
             .into_iter()
             .map(|c| CommitRef { sha: c.to_string() })
             .collect();
+    }
+
+    let mut place = place;
+    if let Some(mounts) = place.workspace.take() {
+        ctx.phase("workspace", "bringing the mounts' work back".into());
+        let results = workspace::finish(mounts);
+        if let Some(plan) = &request.workspace
+            && let Some(covering) = results
+                .iter()
+                .filter(|r| plan.workdir.starts_with(&r.dst) && r.branch.is_some())
+                .max_by_key(|r| r.dst.components().count())
+        {
+            ctx.result.commits = covering
+                .commits
+                .iter()
+                .map(|sha| CommitRef { sha: sha.clone() })
+                .collect();
+        }
+        for r in &results {
+            if let Some(kept) = &r.preserved_path {
+                ctx.result.warnings.push(format!(
+                    "the checkout of {} was kept at {}: it has uncommitted changes",
+                    r.dst.display(),
+                    kept.display()
+                ));
+            }
+        }
+        ctx.result.mounts = results;
     }
 
     let mut error = outcome.err();

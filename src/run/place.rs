@@ -21,12 +21,17 @@ pub(super) struct Place {
     pub(super) lock: BranchLock,
     /// Top-level paths copied into the worktree (they also go into isolated sandboxes).
     pub(super) copied: Vec<String>,
+    /// Workspace runs: every mount's checkout (taken at the end to finish them).
+    pub(super) workspace: Option<Vec<workspace::Materialised>>,
 }
 
 pub(super) fn prepare_place(
     host: &HostRepo,
     request: &RunRequest,
 ) -> Result<(Place, Vec<String>), RunError> {
+    if let Some(plan) = &request.workspace {
+        return prepare_workspace(host, request, plan);
+    }
     if let Some(selector) = &request.worktree {
         let record = worktree::find(host, selector)
             .ok_or_else(|| RunError::WorktreeNotFound(selector.clone()))?;
@@ -39,6 +44,7 @@ pub(super) fn prepare_place(
                 handle: true,
                 lock,
                 copied: request.copy.clone(),
+                workspace: None,
             },
             Vec::new(),
         ));
@@ -55,6 +61,7 @@ pub(super) fn prepare_place(
                     handle: false,
                     lock,
                     copied: Vec::new(),
+                    workspace: None,
                 },
                 Vec::new(),
             ));
@@ -91,6 +98,7 @@ pub(super) fn prepare_place(
             handle: false,
             lock,
             copied: created.copy.copied.clone(),
+            workspace: None,
         },
         created.notes,
     ))
@@ -151,4 +159,55 @@ pub(super) fn finish_place(
         (!dirty.is_empty()).then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
     let _ = record.save(&slipway_dir);
     ctx.result.preserved_worktree_path = Some(place.cwd.clone());
+}
+
+/// Materialises a workspace's mounts; the run works in the checkout covering `workdir`.
+fn prepare_workspace(
+    host: &HostRepo,
+    request: &RunRequest,
+    plan: &workspace::WorkspacePlan,
+) -> Result<(Place, Vec<String>), RunError> {
+    let asks = workspace::sources_required(plan)?;
+    if !asks.is_empty() {
+        return Err(RunError::SourcesRequired { mounts: asks });
+    }
+    if !matches!(
+        request.sandbox,
+        SandboxSpec::None | SandboxSpec::Docker { .. }
+    ) {
+        return Err(RunError::Invalid(
+            "workspaces run in the none or docker sandbox".into(),
+        ));
+    }
+    // One run per workspace at a time.
+    let lock = worktree::lock_branch(host, &format!("slipway/workspace/{}", plan.name))?;
+    let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
+    let mounts = workspace::materialise(plan, &run_id)?;
+    let Some(cwd) = workspace::workdir_on_host(plan, &mounts) else {
+        let _ = workspace::finish(mounts);
+        return Err(RunError::Invalid(format!(
+            "no mount covers the workdir {}",
+            plan.workdir.display()
+        )));
+    };
+    let covering = mounts
+        .iter()
+        .filter(|m| plan.workdir.starts_with(&m.plan.dst))
+        .max_by_key(|m| m.plan.dst.components().count());
+    let branch = covering
+        .and_then(|m| m.branch.clone())
+        .or_else(|| host.current_branch())
+        .unwrap_or_else(|| "HEAD".into());
+    Ok((
+        Place {
+            cwd,
+            branch,
+            record: None,
+            handle: false,
+            lock,
+            copied: Vec::new(),
+            workspace: Some(mounts),
+        },
+        Vec::new(),
+    ))
 }

@@ -147,6 +147,7 @@ impl RunRecord {
             merge: None,
             refs_restored: Vec::new(),
             warnings: Vec::new(),
+            mounts: Vec::new(),
             error: Some(ErrorInfo {
                 kind: "runDied".into(),
                 message,

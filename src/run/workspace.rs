@@ -1,0 +1,417 @@
+//! Launching a run on a workspace: several host folders, each mounted at a
+//! container path, each shared or isolated in a private worktree or a private
+//! clone that starts where its source branch policy says. Mounts are
+//! materialised one by one in their fixed order; the host checkouts are never
+//! switched, checked out, pulled or fetched.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+use super::RunError;
+use crate::git::policy::{self, SourcePolicy};
+use crate::git::refsnap::{RefChange, RefSnapshot};
+use crate::git::{HostRepo, bundle, changed_paths, commits_between};
+use crate::sandbox::docker::Mount;
+use crate::worktree::lock::BranchLock;
+use crate::worktree::{self, CreateRequest, WorktreeTarget};
+
+/// How one mount is isolated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// The host folder itself.
+    Shared,
+    /// A private worktree of the repository (host refs visible).
+    Worktree,
+    /// A private local clone (refs isolated until brought back).
+    Clone,
+}
+
+/// One mount, as the run needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MountPlan {
+    /// Host folder (a repository root for isolated mounts).
+    pub src: PathBuf,
+    /// Where it appears in the sandbox.
+    pub dst: PathBuf,
+    /// Mounted read-only (shared mounts only).
+    #[serde(default)]
+    pub readonly: bool,
+    /// Shared, worktree or clone.
+    pub isolation: Isolation,
+    /// Where an isolated checkout starts.
+    pub source: SourcePolicy,
+}
+
+/// A workspace, resolved for one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspacePlan {
+    /// The workspace's name.
+    pub name: String,
+    /// The agent's working directory, a path under some mount's `dst`.
+    pub workdir: PathBuf,
+    /// Mounts, in their fixed order.
+    pub mounts: Vec<MountPlan>,
+}
+
+/// What a mount became for this run.
+#[derive(Debug)]
+pub struct Materialised {
+    /// The plan.
+    pub plan: MountPlan,
+    /// The checkout on the host the sandbox sees at `dst`.
+    pub host_path: PathBuf,
+    /// The isolated checkout's branch.
+    pub branch: Option<String>,
+    /// The commit it started from.
+    pub base: Option<Oid>,
+    /// The host repository of an isolated mount.
+    pub repo_root: Option<PathBuf>,
+    /// Its common git dir (worktree mounts need it mounted).
+    pub common_dir: Option<PathBuf>,
+    /// The worktree record id (worktree mounts).
+    pub worktree_id: Option<String>,
+    /// Held while the run works on the branch.
+    pub lock: Option<BranchLock>,
+    /// Refs of the host repository before the run (ref guard).
+    pub snapshot: Option<RefSnapshot>,
+}
+
+/// What happened to one mount at the end.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct MountResult {
+    /// The mount's `dst`.
+    pub dst: PathBuf,
+    /// Its host folder.
+    pub src: PathBuf,
+    /// The branch the agent's commits are on, in the host repository.
+    pub branch: Option<String>,
+    /// The commit the checkout started from.
+    pub base_commit: Option<String>,
+    /// Commits the run made there, oldest first.
+    pub commits: Vec<String>,
+    /// The checkout kept (uncommitted changes), if any.
+    pub preserved_path: Option<PathBuf>,
+    /// Refs of the host repository that moved and were put back.
+    pub refs_restored: Vec<RefChange>,
+}
+
+/// Every `ask` mount, in order, with what the user can choose.
+pub fn sources_required(plan: &WorkspacePlan) -> Result<Vec<(PathBuf, Vec<String>)>, RunError> {
+    let mut out = Vec::new();
+    for m in &plan.mounts {
+        if m.isolation != Isolation::Shared && m.source == SourcePolicy::Ask {
+            let repo = Repository::open(&m.src)?;
+            out.push((m.dst.clone(), policy::branch_choices(&repo)?));
+        }
+    }
+    Ok(out)
+}
+
+/// The host folder and its path inside the sandbox that cover `workdir`.
+pub fn workdir_on_host(plan: &WorkspacePlan, mounts: &[Materialised]) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .filter(|m| plan.workdir.starts_with(&m.plan.dst))
+        .max_by_key(|m| m.plan.dst.components().count())
+        .map(|m| {
+            m.host_path.join(
+                plan.workdir
+                    .strip_prefix(&m.plan.dst)
+                    .unwrap_or(Path::new("")),
+            )
+        })
+}
+
+fn strip_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{host}{path}"),
+        None => url.to_owned(),
+    }
+}
+
+/// Creates every mount's checkout in order. On failure, what was made so far is
+/// cleaned up by the same never-lose rules.
+pub fn materialise(plan: &WorkspacePlan, run_id: &str) -> Result<Vec<Materialised>, RunError> {
+    let mut done: Vec<Materialised> = Vec::new();
+    for (index, mount) in plan.mounts.iter().enumerate() {
+        match materialise_one(mount, index, run_id) {
+            Ok(m) => done.push(m),
+            Err(e) => {
+                let _ = finish(done);
+                return Err(e);
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn branch_name(run_id: &str, index: usize) -> String {
+    let short = run_id.trim_start_matches("run-");
+    format!("slipway/ws-{short}-{index}")
+}
+
+fn materialise_one(
+    mount: &MountPlan,
+    index: usize,
+    run_id: &str,
+) -> Result<Materialised, RunError> {
+    let shared = |m: &MountPlan| Materialised {
+        plan: m.clone(),
+        host_path: m.src.clone(),
+        branch: None,
+        base: None,
+        repo_root: None,
+        common_dir: None,
+        worktree_id: None,
+        lock: None,
+        snapshot: None,
+    };
+    match mount.isolation {
+        Isolation::Shared => Ok(shared(mount)),
+        Isolation::Worktree => {
+            let host = HostRepo::open(&mount.src).map_err(|e| RunError::Invalid(e.to_string()))?;
+            if host.git().state() != git2::RepositoryState::Clean {
+                return Err(RunError::Invalid(format!(
+                    "{} is in the middle of a rebase, merge or cherry-pick; finish or abort it first",
+                    host.root().display()
+                )));
+            }
+            let snapshot = RefSnapshot::take(host.git()).ok();
+            let branch = branch_name(run_id, index);
+            worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
+            let lock = worktree::lock_branch(&host, &branch)?;
+            let created = worktree::create_locked(
+                &host,
+                &CreateRequest {
+                    target: WorktreeTarget::Branch {
+                        name: branch.clone(),
+                        base: None,
+                    },
+                    source: mount.source.clone(),
+                    copy: Vec::new(),
+                },
+                &lock,
+            )?;
+            Ok(Materialised {
+                plan: mount.clone(),
+                host_path: created.record.path.clone(),
+                branch: Some(branch),
+                base: Oid::from_str(&created.record.base_commit).ok(),
+                repo_root: Some(host.root().to_path_buf()),
+                common_dir: Some(host.common_dir().to_path_buf()),
+                worktree_id: Some(created.record.id),
+                lock: Some(lock),
+                snapshot,
+            })
+        }
+        Isolation::Clone => {
+            let host = HostRepo::open(&mount.src).map_err(|e| RunError::Invalid(e.to_string()))?;
+            if host.git().state() != git2::RepositoryState::Clean {
+                return Err(RunError::Invalid(format!(
+                    "{} is in the middle of a rebase, merge or cherry-pick; finish or abort it first",
+                    host.root().display()
+                )));
+            }
+            let resolved = policy::resolve(host.git(), &mount.source)
+                .map_err(|e| RunError::Invalid(e.to_string()))?;
+            let base = resolved.oid();
+            let branch = branch_name(run_id, index);
+            let dir = host
+                .slipway_dir()
+                .join("clones")
+                .join(format!("{}-{index}", run_id));
+            worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
+            std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(e.to_string()))?;
+            // Objects travel as a fresh pack: nothing is hard-linked with the host.
+            let clone = Repository::init(&dir)?;
+            let refname = format!("refs/heads/{branch}");
+            let pack = bundle::create_at(host.git(), base, &refname, None)?;
+            bundle::import(&clone, &pack).map_err(|e| RunError::Io(e.to_string()))?;
+            let commit = clone.find_commit(base)?;
+            clone.branch(&branch, &commit, true)?;
+            clone.set_head(&refname)?;
+            let mut checkout = git2::build::CheckoutBuilder::new();
+            checkout.force();
+            clone.checkout_head(Some(&mut checkout))?;
+            // The clone's origin is the host's own upstream, without credentials.
+            if let Ok(origin) = host.git().find_remote("origin")
+                && let Ok(url) = origin.url()
+            {
+                let _ = clone.remote("origin", &strip_credentials(url));
+            }
+            Ok(Materialised {
+                plan: mount.clone(),
+                host_path: dir,
+                branch: Some(branch),
+                base: Some(base),
+                repo_root: Some(host.root().to_path_buf()),
+                common_dir: None,
+                worktree_id: None,
+                lock: None,
+                snapshot: None,
+            })
+        }
+    }
+}
+
+/// Bind mounts for a docker sandbox: every mount at its `dst`; worktree mounts
+/// also get the repository's git dir and the worktree at their own host paths,
+/// with the protected paths read-only, so git works inside and a `git worktree
+/// prune` there cannot drop the host's registration.
+pub fn docker_mounts(mounts: &[Materialised]) -> Result<Vec<Mount>, RunError> {
+    let mut out = Vec::new();
+    for m in mounts {
+        out.push(Mount {
+            host_path: m.host_path.clone(),
+            container_path: m.plan.dst.clone(),
+            readonly: m.plan.readonly,
+        });
+        if let Some(common) = &m.common_dir {
+            for protected in crate::sandbox::docker::protected_mounts(common, &m.host_path)? {
+                if !out
+                    .iter()
+                    .any(|o: &Mount| o.container_path == protected.container_path)
+                {
+                    out.push(protected);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Host paths mapped to sandbox paths, for commands whose cwd is a host path.
+pub fn path_map(mounts: &[Materialised]) -> Vec<(PathBuf, PathBuf)> {
+    mounts
+        .iter()
+        .map(|m| (m.host_path.clone(), m.plan.dst.clone()))
+        .collect()
+}
+
+/// Ends every mount: the ref guard for worktree repositories, clone branches
+/// brought back into their host repository as branches (a bundle, never a
+/// fetch or checkout in the host), then the checkouts closed by the never-lose
+/// rules (clean: removed; dirty: kept).
+pub fn finish(mounts: Vec<Materialised>) -> Vec<MountResult> {
+    let mut results = Vec::new();
+    for m in mounts {
+        let mut result = MountResult {
+            dst: m.plan.dst.clone(),
+            src: m.plan.src.clone(),
+            branch: m.branch.clone(),
+            base_commit: m.base.map(|b| b.to_string()),
+            commits: Vec::new(),
+            preserved_path: None,
+            refs_restored: Vec::new(),
+        };
+        match m.plan.isolation {
+            Isolation::Shared => {}
+            Isolation::Worktree => finish_worktree(&m, &mut result),
+            Isolation::Clone => finish_clone(&m, &mut result),
+        }
+        drop(m.lock);
+        results.push(result);
+    }
+    results
+}
+
+fn finish_worktree(m: &Materialised, result: &mut MountResult) {
+    let (Some(root), Some(branch)) = (&m.repo_root, &m.branch) else {
+        return;
+    };
+    let Ok(host) = HostRepo::open(root) else {
+        return;
+    };
+    let own = format!("refs/heads/{branch}");
+    if let Some(snapshot) = &m.snapshot {
+        result.refs_restored = snapshot
+            .restore_except(host.git(), std::slice::from_ref(&own))
+            .unwrap_or_default();
+    }
+    if let Ok(tip) = host.git().refname_to_id(&own) {
+        result.commits = commits_between(host.git(), m.base, tip)
+            .map(|c| c.into_iter().map(|o| o.to_string()).collect())
+            .unwrap_or_default();
+    }
+    let Some(id) = &m.worktree_id else { return };
+    if let Some(record) = worktree::record::WorktreeRecord::load(&host.slipway_dir(), id) {
+        let closed = match &m.lock {
+            Some(lock) => worktree::close_locked(&host, record, false, lock),
+            None => return,
+        };
+        if let Ok(worktree::CloseOutcome::Preserved { preserved_path, .. }) = closed {
+            result.preserved_path = Some(preserved_path);
+        }
+    }
+}
+
+fn finish_clone(m: &Materialised, result: &mut MountResult) {
+    let (Some(root), Some(branch)) = (&m.repo_root, &m.branch) else {
+        return;
+    };
+    let Ok(clone) = Repository::open(&m.host_path) else {
+        return;
+    };
+    let refname = format!("refs/heads/{branch}");
+    let Ok(tip) = clone.refname_to_id(&refname) else {
+        return;
+    };
+    let mut brought_back = m.base == Some(tip);
+    if m.base != Some(tip)
+        && let (Ok(host), Ok(pack)) = (
+            Repository::open(root),
+            bundle::create(&clone, &refname, m.base),
+        )
+        && bundle::import(&host, &pack).is_ok()
+        && host
+            .reference(&refname, tip, false, "slipway: work from a workspace clone")
+            .is_ok()
+    {
+        brought_back = true;
+        result.commits = commits_between(&host, m.base, tip)
+            .map(|c| c.into_iter().map(|o| o.to_string()).collect())
+            .unwrap_or_default();
+    }
+    let dirty = changed_paths(&clone).map(|c| !c.is_empty()).unwrap_or(true);
+    if brought_back && !dirty {
+        let _ = std::fs::remove_dir_all(&m.host_path);
+    } else {
+        result.preserved_path = Some(m.host_path.clone());
+    }
+    if !brought_back || m.base == Some(tip) {
+        // No branch was made in the host repository.
+        result.branch = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_credentials;
+
+    #[test]
+    fn credentials_never_reach_the_clone() {
+        assert_eq!(
+            strip_credentials("https://user:token@example.com/r.git"),
+            "https://example.com/r.git"
+        );
+        assert_eq!(
+            strip_credentials("https://example.com/r.git"),
+            "https://example.com/r.git"
+        );
+        assert_eq!(strip_credentials("/srv/git/r.git"), "/srv/git/r.git");
+        assert_eq!(
+            strip_credentials("ssh://git@example.com/r.git"),
+            "ssh://example.com/r.git"
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! Launching a run on a workspace (two repositories and a shared cache) in the
+//! real Docker engine: each mount at its container path with the right commit,
+//! the host checkouts byte-identical before and after (no switch, checkout,
+//! pull or fetch: HEAD, index and FETCH_HEAD unchanged), and the agent's
+//! commits back as branches in both host repositories.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::json;
+
+const IMAGE: &str = "slipway-test:latest";
+
+fn require_engine() {
+    let ok = std::process::Command::new("docker")
+        .args(["image", "inspect", IMAGE])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "the Docker engine or {IMAGE} is missing: run `bash scripts/docker-setup.sh`"
+    );
+}
+
+/// HEAD, index, FETCH_HEAD and every working-tree file of a host checkout.
+fn fingerprint(repo: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for name in [
+        ".git/HEAD",
+        ".git/index",
+        ".git/FETCH_HEAD",
+        ".git/ORIG_HEAD",
+    ] {
+        out.push((name.to_owned(), std::fs::read(repo.join(name)).ok()));
+    }
+    let mut stack = vec![repo.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read").flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name == ".git" || name == ".slipway" {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.display().to_string(), std::fs::read(&path).ok()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn request(plan: serde_json::Value, sandbox: serde_json::Value, script: &str) -> serde_json::Value {
+    json!({
+        "runId": null,
+        "strategy": {"type": "merge-to-head"},
+        "source": {"policy": "host_head"},
+        "copy": [],
+        "agent": {"type": "command", "command": ["sh", "-c", script]},
+        "sandbox": sandbox,
+        "workspace": plan,
+        "prompt": {"type": "inline", "value": "work on both repositories"},
+        "promptArgs": {},
+        "maxIterations": 1,
+        "completionSignals": [],
+        "timeouts": {"idle": 120, "hook": 60, "completionGrace": 5},
+        "hooks": {}
+    })
+}
+
+struct Fixture {
+    env: TestEnv,
+    a: PathBuf,
+    b: PathBuf,
+    cache: PathBuf,
+    a_default: String,
+    b_release: String,
+}
+
+fn fixture() -> Fixture {
+    let env = TestEnv::new();
+    let up_a = env.new_repo("up-a");
+    env.commit_file(&up_a, "a.txt", "a on main\n", "a main");
+    let up_b = env.new_repo("up-b");
+    env.git(&up_b, &["checkout", "-q", "-b", "release"]);
+    env.commit_file(&up_b, "b.txt", "b on release\n", "b release");
+    env.git(&up_b, &["checkout", "-q", "main"]);
+    env.git(
+        env.path(),
+        &["clone", "-q", up_a.to_str().expect("utf8"), "a"],
+    );
+    env.git(
+        env.path(),
+        &["clone", "-q", up_b.to_str().expect("utf8"), "b"],
+    );
+    let a = env.path().join("a");
+    let b = env.path().join("b");
+    // The host checkouts are busy: another branch, staged and unstaged work.
+    env.git(&a, &["checkout", "-q", "-b", "dev"]);
+    env.commit_file(&a, "dev.txt", "dev work\n", "dev");
+    std::fs::write(a.join("unstaged.txt"), "mine\n").expect("write");
+    std::fs::write(b.join("b-staged.txt"), "staged\n").expect("write");
+    env.git(&b, &["add", "b-staged.txt"]);
+    let cache = env.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache");
+    let a_default = env.rev(&a, "origin/main");
+    let b_release = env.rev(&b, "origin/release");
+    Fixture {
+        env,
+        a,
+        b,
+        cache,
+        a_default,
+        b_release,
+    }
+}
+
+fn plan(f: &Fixture) -> serde_json::Value {
+    json!({
+        "name": "two-repos",
+        "workdir": "/work/a",
+        "mounts": [
+            {"src": f.a, "dst": "/work/a", "isolation": "worktree", "source": {"policy": "default"}},
+            {"src": f.b, "dst": "/work/b", "isolation": "clone", "source": {"policy": "named", "ref": "origin/release"}},
+            {"src": f.cache, "dst": "/cache", "isolation": "shared", "source": {"policy": "host_head"}}
+        ]
+    })
+}
+
+fn run_request(f: &Fixture, req: &serde_json::Value) -> std::process::Output {
+    let file = f.env.path().join("request.json");
+    std::fs::write(&file, serde_json::to_vec(req).expect("json")).expect("write request");
+    f.env.slipway(
+        &f.a,
+        &[
+            "--json",
+            "run",
+            "--request-file",
+            file.to_str().expect("utf8"),
+        ],
+    )
+}
+
+#[test]
+fn a_two_repo_workspace_in_docker_checks_out_the_right_commits_and_brings_commits_back() {
+    require_engine();
+    let f = fixture();
+    let before_a = fingerprint(&f.a);
+    let before_b = fingerprint(&f.b);
+    let script = "set -e\n\
+        echo \"a at $(git rev-parse HEAD) in $(pwd)\"\n\
+        echo \"b at $(git -C /work/b rev-parse HEAD)\"\n\
+        git worktree prune\n\
+        echo from-agent > agent-a.txt; git add agent-a.txt; git commit -qm 'agent in a'\n\
+        cd /work/b; echo from-agent > agent-b.txt; git add agent-b.txt; git commit -qm 'agent in b'\n\
+        echo cached > /cache/marker\n";
+    let out = run_request(
+        &f,
+        &request(
+            plan(&f),
+            json!({"type": "docker", "image": IMAGE, "network": "none"}),
+            script,
+        ),
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(
+        log.contains(&format!("a at {} in /work/a", f.a_default)),
+        "worktree mount at origin/HEAD's commit:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("b at {}", f.b_release)),
+        "clone mount at origin/release:\n{log}"
+    );
+
+    // The host checkouts are exactly as they were.
+    assert_eq!(fingerprint(&f.a), before_a, "host a changed");
+    assert_eq!(fingerprint(&f.b), before_b, "host b changed");
+    assert!(!f.a.join(".git/FETCH_HEAD").exists() && !f.b.join(".git/FETCH_HEAD").exists());
+    // `git worktree prune` inside did not drop the host's registration before close.
+    let mounts = result["mounts"].as_array().expect("mounts");
+    assert_eq!(mounts.len(), 3);
+
+    // The agent's commits are branches in both host repositories.
+    let branch_a = s(&mounts[0], "branch");
+    let branch_b = s(&mounts[1], "branch");
+    assert_eq!(
+        f.env.git(&f.a, &["log", "-1", "--format=%s", branch_a]),
+        "agent in a"
+    );
+    assert_eq!(
+        f.env.git(&f.b, &["log", "-1", "--format=%s", branch_b]),
+        "agent in b"
+    );
+    assert_eq!(f.env.rev(&f.a, &format!("{branch_a}~1")), f.a_default);
+    assert_eq!(f.env.rev(&f.b, &format!("{branch_b}~1")), f.b_release);
+    assert_eq!(mounts[1]["commits"].as_array().expect("commits").len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(f.cache.join("marker")).expect("cache"),
+        "cached\n"
+    );
+    // Clean checkouts are cleaned up; nothing is left in the clones folder.
+    assert!(
+        mounts.iter().all(|m| m["preservedPath"].is_null()),
+        "{result}"
+    );
+    assert_eq!(
+        commit_shas(&result).len(),
+        1,
+        "the run's commits are the workdir mount's"
+    );
+}
+
+#[test]
+fn ask_mounts_are_listed_in_order_and_nothing_is_created() {
+    let f = fixture();
+    let mut p = plan(&f);
+    p["mounts"][0]["source"] = json!({"policy": "ask"});
+    p["mounts"][1]["source"] = json!({"policy": "ask"});
+    let before = fingerprint(&f.a);
+    let out = run_request(&f, &request(p, json!({"type": "none"}), "true"));
+    assert!(!out.status.success());
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(result["error"]["kind"], "sourceBranchRequired");
+    let message = s(&result["error"], "message");
+    let a_at = message.find("/work/a").expect("names /work/a");
+    let b_at = message.find("/work/b").expect("names /work/b");
+    assert!(a_at < b_at, "in mount order: {message}");
+    assert!(
+        message.contains("origin/release"),
+        "with the choices: {message}"
+    );
+    assert_eq!(fingerprint(&f.a), before);
+    assert_eq!(
+        f.env.local_branches(&f.a),
+        vec!["dev".to_owned(), "main".to_owned()]
+    );
+}
+
+#[test]
+fn on_the_host_sandbox_the_agent_works_in_the_workdir_mounts_checkout() {
+    let f = fixture();
+    let before_a = fingerprint(&f.a);
+    let script = "set -e; pwd > /dev/null; echo host > host-run.txt; git add host-run.txt; git commit -qm 'host run'";
+    let out = run_request(&f, &request(plan(&f), json!({"type": "none"}), script));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let branch_a = s(&result["mounts"][0], "branch");
+    assert_eq!(
+        f.env.git(&f.a, &["log", "-1", "--format=%s", branch_a]),
+        "host run"
+    );
+    assert_eq!(fingerprint(&f.a), before_a);
+    // The clone mount was prepared and, untouched, removed with no branch left behind.
+    assert!(result["mounts"][1]["branch"].is_null(), "{result}");
+    assert_eq!(f.env.local_branches(&f.b), vec!["main".to_owned()]);
+    assert!(
+        result["mounts"][1]["commits"]
+            .as_array()
+            .expect("commits")
+            .is_empty()
+    );
+}
