@@ -581,3 +581,74 @@ fn a_run_that_ended_while_no_sidecar_was_up_is_reported_exactly_once() {
         "a third sidecar does not report it again"
     );
 }
+
+#[test]
+fn a_workspace_run_asks_for_every_ask_mount_in_order_then_runs() {
+    let env = TestEnv::new();
+    let up = env.new_repo("up");
+    env.git(&up, &["checkout", "-q", "-b", "release"]);
+    env.commit_file(&up, "r.txt", "release\n", "release work");
+    env.git(&up, &["checkout", "-q", "main"]);
+    env.git(
+        env.path(),
+        &["clone", "-q", up.to_str().expect("utf8"), "a"],
+    );
+    let a = env.path().join("a");
+    let b = env.new_repo("b");
+    let mut lsp = Lsp::start(&env, Some(&a), false);
+    let plan = |a_source: Value, b_source: Value| {
+        json!({
+            "name": "pair",
+            "workdir": "/w/a",
+            "mounts": [
+                {"src": a, "dst": "/w/a", "isolation": "worktree", "source": a_source},
+                {"src": b, "dst": "/w/b", "isolation": "clone", "source": b_source}
+            ]
+        })
+    };
+    let agent = json!({"type": "command", "command": ["sh", "-c", commit_line("ws")]});
+    let error = lsp.err(
+        "slipway.run",
+        json!({"root": a, "agent": agent, "prompt": "p", "workspace": plan(json!({"policy": "ask"}), json!({"policy": "ask"}))}),
+    );
+    assert_eq!(kind(&error), "sourceBranchRequired", "{error}");
+    let mounts = error["data"]["mounts"].as_array().expect("data.mounts");
+    assert_eq!(mounts.len(), 2);
+    assert_eq!(mounts[0]["dst"], "/w/a");
+    assert_eq!(mounts[1]["dst"], "/w/b");
+    assert!(
+        mounts[0]["choices"].to_string().contains("origin/release"),
+        "{error}"
+    );
+
+    // The shim's answer: one choice per mount, then the run goes.
+    let answer = lsp.ok(
+        "slipway.run",
+        json!({
+            "root": a, "agent": agent, "prompt": "p",
+            "workspace": plan(json!({"policy": "named", "ref": "origin/release"}), json!({"policy": "named", "ref": "main"}))
+        }),
+    );
+    let id = run_id_of(&answer);
+    let finished = lsp
+        .wait_for_notification("slipway/runFinished", finished_for(&id), FINISH)
+        .expect("runFinished");
+    assert_eq!(
+        finished.msg["params"]["status"], "completed",
+        "{}",
+        finished.msg
+    );
+    let commits = finished.msg["params"]["commits"]
+        .as_array()
+        .expect("commits");
+    assert_eq!(commits.len(), 1);
+    let record = record(&canon(&a), &id).expect("run record");
+    let branch = record["result"]["mounts"][0]["branch"]
+        .as_str()
+        .expect("branch")
+        .to_owned();
+    assert_eq!(
+        env.rev(&a, &format!("{branch}~1")),
+        env.rev(&a, "origin/release")
+    );
+}

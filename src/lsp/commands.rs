@@ -190,6 +190,23 @@ pub fn validate_run(
     handoff: bool,
 ) -> Result<RunRequest, jsonrpc::Error> {
     let invalid = |m: String| error("invalidParams", m, Value::Null);
+    if let Some(plan) = &args.workspace {
+        let asks = crate::run::workspace::sources_required(plan)
+            .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
+        if !asks.is_empty() {
+            let mounts: Vec<Value> = asks
+                .iter()
+                .map(|(dst, choices)| json!({ "dst": dst, "choices": choices }))
+                .collect();
+            let first = asks.first().map(|(_, c)| c.clone()).unwrap_or_default();
+            let err = crate::run::RunError::SourcesRequired { mounts: asks };
+            return Err(error(
+                "sourceBranchRequired",
+                err.to_string(),
+                json!({ "mounts": mounts, "choices": first }),
+            ));
+        }
+    }
     if handoff && args.worktree.is_none() {
         return Err(invalid(
             "slipway.handoff needs the worktree to hand off (id, path or branch)".into(),
@@ -309,7 +326,7 @@ pub fn validate_run(
         agent: args.agent,
         sandbox: args.sandbox.unwrap_or(SandboxSpec::None),
         sandbox_id: None,
-        workspace: None,
+        workspace: args.workspace,
         prompt,
         prompt_args: args.args,
         max_iterations: args.max_iterations.unwrap_or(1),

@@ -111,6 +111,9 @@ pub struct RunArgs {
     pub hook_timeout_secs: Option<u64>,
     /// Hooks.
     pub hooks: Option<Hooks>,
+    /// Run on a workspace: `{name, workdir, mounts: [{src, dst, readonly, isolation, source}]}`.
+    /// `ask` mounts answer `sourceBranchRequired` with `data.mounts` listing each, in order.
+    pub workspace: Option<crate::run::workspace::WorkspacePlan>,
 }
 
 /// `slipway.cancel`.
