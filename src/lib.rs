@@ -10,4 +10,5 @@ pub mod lsp;
 pub mod run;
 pub mod sandbox;
 pub mod util;
+pub mod workspace;
 pub mod worktree;

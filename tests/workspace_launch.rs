@@ -275,3 +275,86 @@ fn on_the_host_sandbox_the_agent_works_in_the_workdir_mounts_checkout() {
             .is_empty()
     );
 }
+
+#[test]
+fn the_cli_creates_a_workspace_file_and_runs_on_it_in_docker() {
+    require_engine();
+    let f = fixture();
+    let before_a = fingerprint(&f.a);
+    let before_b = fingerprint(&f.b);
+    let a = f.a.to_str().expect("utf8");
+    let b = f.b.to_str().expect("utf8");
+    let cache = f.cache.to_str().expect("utf8");
+    let created = f.env.slipway_json(
+        f.env.path(),
+        &[
+            "workspace",
+            "create",
+            "pair",
+            "--workdir",
+            "/work/a",
+            "--mount",
+            &format!("{a}:/work/a"),
+            "--mount",
+            &format!("{b}:/work/b"),
+            "--mount",
+            &format!("{cache}:/cache"),
+            "--mount-isolation",
+            "/work/a=worktree",
+            "--mount-isolation",
+            "/work/b=clone",
+            "--mount-source-branch",
+            "/work/a=default",
+            "--mount-source-branch",
+            "/work/b=named:origin/release",
+        ],
+    );
+    assert!(created.to_string().contains("pair"), "{created}");
+    let listed = f.env.slipway_json(f.env.path(), &["workspace", "list"]);
+    assert!(listed.to_string().contains("pair"), "{listed}");
+    let script = "set -e; echo x > x.txt; git add x.txt; git commit -qm 'cli a'; \
+                  cd /work/b; echo y > y.txt; git add y.txt; git commit -qm 'cli b'";
+    let out = f.env.slipway(
+        f.env.path(),
+        &[
+            "--json",
+            "run",
+            "--workspace",
+            "pair",
+            "--sandbox",
+            "docker",
+            "--image",
+            IMAGE,
+            "--network",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let mounts = result["mounts"].as_array().expect("mounts");
+    let branch_a = s(&mounts[0], "branch");
+    let branch_b = s(&mounts[1], "branch");
+    assert_eq!(
+        f.env.git(&f.a, &["log", "-1", "--format=%s", branch_a]),
+        "cli a"
+    );
+    assert_eq!(
+        f.env.git(&f.b, &["log", "-1", "--format=%s", branch_b]),
+        "cli b"
+    );
+    assert_eq!(f.env.rev(&f.a, &format!("{branch_a}~1")), f.a_default);
+    assert_eq!(f.env.rev(&f.b, &format!("{branch_b}~1")), f.b_release);
+    assert_eq!(fingerprint(&f.a), before_a);
+    assert_eq!(fingerprint(&f.b), before_b);
+    let removed = f.env.slipway(f.env.path(), &["workspace", "rm", "pair"]);
+    assert!(removed.status.success());
+}

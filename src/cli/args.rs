@@ -43,6 +43,9 @@ pub enum Command {
     /// Long-lived sandboxes: create once, run many times, exec, close.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Workspaces: several host folders, each shared or isolated, for one agent.
+    #[command(subcommand)]
+    Workspace(super::workspace::WorkspaceCommand),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -152,6 +155,11 @@ pub struct RunArgs {
     /// The container network (docker sandboxes; default: the engine's).
     #[arg(long)]
     pub network: Option<String>,
+    /// Run on this workspace (`slipway workspace create`): several mounts, each
+    /// shared or isolated; the run's records live in the repository of the mount
+    /// covering the workdir unless --repo says otherwise.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["worktree", "in_sandbox", "branch"])]
+    pub workspace: Option<String>,
     /// Run in this long-lived sandbox (`slipway sandbox create`); it brings its
     /// worktree and kind along.
     #[arg(long, value_name = "SANDBOX_ID", conflicts_with_all = ["worktree", "image"])]
@@ -225,6 +233,9 @@ pub struct LspArgs {
     /// Write logs here instead of stderr (level from SLIPWAY_LOG, default info).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// Accepted and ignored: language clients add it; stdio is the only transport.
+    #[arg(long, hide = true)]
+    pub stdio: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod demo;
 mod error;
 mod logs;
 mod render;
+mod workspace;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -155,7 +156,27 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
-            let host = open(&cli.repo)?;
+            let plan = match &args.workspace {
+                Some(name) => Some(workspace::plan_for_run(name)?),
+                None => None,
+            };
+            // A workspace run keeps its records in the repository of the mount
+            // covering the workdir (else the first isolated mount's).
+            let repo_path = match (&cli.repo, &plan) {
+                (None, Some(plan)) => plan
+                    .mounts
+                    .iter()
+                    .filter(|m| plan.workdir.starts_with(&m.dst) && HostRepo::open(&m.src).is_ok())
+                    .max_by_key(|m| m.dst.components().count())
+                    .or_else(|| {
+                        plan.mounts
+                            .iter()
+                            .find(|m| m.isolation != slipway::run::workspace::Isolation::Shared)
+                    })
+                    .map(|m| m.src.clone()),
+                _ => cli.repo.clone(),
+            };
+            let host = open(&repo_path)?;
             let request = match &args.request_file {
                 Some(file) => {
                     let bytes = std::fs::read(file)?;
@@ -164,6 +185,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                     })?
                 }
                 None => run_request(*args)?,
+            };
+            let request = RunRequest {
+                workspace: plan.or(request.workspace),
+                ..request
             };
             run_cli(&host, request, cli.json)
         }
@@ -181,6 +206,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let host = open(&cli.repo)?;
             sandbox_command(&host, command, cli.json)
         }
+        Command::Workspace(command) => workspace::dispatch(command, cli.json),
         Command::Runs => {
             let host = open(&cli.repo)?;
             let dir = host.slipway_dir();
