@@ -25,3 +25,5 @@ echo "== cargo test"
 cargo test --locked --all-targets -- --test-threads="${SLIPWAY_TEST_THREADS:-4}"
 echo "== Neovim plugin (headless Neovim against the real sidecar)"
 bash scripts/nvim-test.sh
+echo "== VS Code extension (unit, protocol against the real sidecar, end to end in code-server)"
+bash scripts/vscode-test.sh

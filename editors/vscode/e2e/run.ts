@@ -1,0 +1,587 @@
+// End to end in a real VS Code: code-server with the packaged .vsix installed, a temp
+// repository (with a remote) opened, driven in headless Chromium with playwright-core.
+//
+// Environment (scripts/vscode-test.sh sets it):
+//   CODE_SERVER   …/node_modules/code-server (the npm package folder)
+//   NODE24        the node that runs code-server
+//   VSIX          the packaged extension
+//   SLIPWAY_BIN   the slipway binary
+//   ARTIFACTS     where screenshots and logs go
+//   CHROMIUM      default /usr/bin/chromium
+//
+// Prints one `ok - …` / `not ok - …` line per check and writes ARTIFACTS/e2e-result.json
+// ({passed, failed}); exits non-zero when any check failed.
+
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import { type Fixture, makeFixture, writeCommittingAgent } from '../test/fixtures';
+
+function need(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`${name} is not set`);
+  }
+  return value;
+}
+
+const CODE_SERVER = need('CODE_SERVER');
+const NODE24 = need('NODE24');
+const VSIX = need('VSIX');
+const SLIPWAY_BIN = need('SLIPWAY_BIN');
+const ARTIFACTS = need('ARTIFACTS');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const STATUS_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.status"]';
+const QUICK_INPUT = '.quick-input-widget';
+const WATCHDOG_MS = 300_000;
+
+let passed = 0;
+let failed = 0;
+const started = Date.now();
+
+function log(message: string): void {
+  const secs = ((Date.now() - started) / 1000).toFixed(1).padStart(6);
+  process.stdout.write(`[e2e ${secs}s] ${message}\n`);
+}
+
+async function check(name: string, body: () => Promise<void> | void): Promise<boolean> {
+  try {
+    await body();
+    passed++;
+    process.stdout.write(`ok - ${name}\n`);
+    return true;
+  } catch (error) {
+    failed++;
+    process.stdout.write(`not ok - ${name}\n  ${String(error instanceof Error ? (error.stack ?? error.message) : error).replace(/\n/g, '\n  ')}\n`);
+    return false;
+  }
+}
+
+function assert(cond: unknown, message: string): asserts cond {
+  if (!cond) {
+    throw new Error(message);
+  }
+}
+
+async function poll<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value !== undefined) {
+        return value;
+      }
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+
+/** Every descendant pid of `root` (by /proc ppid), deepest first. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) {
+      continue;
+    }
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const walk = (pid: number): void => {
+    for (const child of children.get(pid) ?? []) {
+      walk(child);
+      out.push(child);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Kills `root` and every process under it, by pid, then waits until they are gone. */
+async function killTree(root: number): Promise<void> {
+  const pids = [...descendants(root), root];
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // already gone
+      }
+    }
+    const deadline = Date.now() + 3000;
+    while (pids.some(alive) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (!pids.some(alive)) {
+      break;
+    }
+  }
+  // Children that were started while we were killing.
+  for (const pid of descendants(root)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+interface CodeServer {
+  proc: ChildProcess;
+  url: string;
+  log: string;
+}
+
+function codeServerArgs(dirs: { config: string; userData: string; extensions: string }): string[] {
+  return [
+    path.join(CODE_SERVER, 'out', 'node', 'entry.js'),
+    '--config',
+    dirs.config,
+    '--user-data-dir',
+    dirs.userData,
+    '--extensions-dir',
+    dirs.extensions,
+  ];
+}
+
+async function startCodeServer(
+  fx: Fixture,
+  dirs: { config: string; userData: string; extensions: string },
+  env: NodeJS.ProcessEnv,
+): Promise<CodeServer> {
+  const logFile = path.join(ARTIFACTS, 'code-server.log');
+  const out = fs.openSync(logFile, 'w');
+  const proc = spawn(
+    NODE24,
+    [
+      ...codeServerArgs(dirs),
+      '--bind-addr',
+      '127.0.0.1:0',
+      '--auth',
+      'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--reconnection-grace-time',
+      '5',
+      '--disable-workspace-trust',
+      fx.repo,
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  fs.writeFileSync(path.join(ARTIFACTS, 'code-server.pid'), String(proc.pid));
+  let text = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`code-server did not listen in 60 s:\n${text}`)), 60_000);
+    const onData = (chunk: Buffer): void => {
+      text += chunk.toString();
+      fs.writeSync(out, chunk);
+      const m = /HTTP server listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    proc.stdout?.on('data', onData);
+    proc.stderr?.on('data', onData);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`code-server exited with ${code}:\n${text}`));
+    });
+  });
+  proc.stdout?.on('data', (chunk: Buffer) => fs.writeSync(out, chunk));
+  proc.stderr?.on('data', (chunk: Buffer) => fs.writeSync(out, chunk));
+  await poll('code-server /healthz', async () => {
+    const res = await fetch(`${url}/healthz`);
+    return res.ok ? true : undefined;
+  });
+  return { proc, url, log: logFile };
+}
+
+// ---------------------------------------------------------------------------
+// The workbench
+
+function isLoopback(url: string): boolean {
+  try {
+    const u = new URL(url);
+    if (u.protocol === 'data:' || u.protocol === 'blob:' || u.protocol === 'about:') {
+      return true;
+    }
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '::1' || /^127\./.test(host);
+  } catch {
+    return false;
+  }
+}
+
+async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  const input = page.locator(`${QUICK_INPUT} .quick-input-box input`);
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${title}`);
+  const row = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  await input.press('Enter');
+}
+
+async function answerInput(page: Page, promptText: string, value: string): Promise<void> {
+  const widget = page.locator(QUICK_INPUT);
+  await widget.locator('.quick-input-message', { hasText: promptText }).waitFor({ state: 'visible', timeout: 15_000 });
+  const input = widget.locator('.quick-input-box input');
+  await input.fill(value);
+  await input.press('Enter');
+}
+
+function toast(page: Page, text: string | RegExp): Locator {
+  return page.locator('.notification-toast', { hasText: text }).first();
+}
+
+async function shot(page: Page, name: string, target?: Locator): Promise<string> {
+  const file = path.join(ARTIFACTS, name);
+  if (target) {
+    await target.screenshot({ path: file });
+  } else {
+    await page.screenshot({ path: file });
+  }
+  log(`screenshot ${file}`);
+  return file;
+}
+
+// ---------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  for (const f of fs.readdirSync(ARTIFACTS)) {
+    if (f.endsWith('.png')) {
+      fs.rmSync(path.join(ARTIFACTS, f));
+    }
+  }
+  const fx = makeFixture('slipway-vscode-e2e-');
+  log(`fixture ${fx.dir}`);
+  const agent = writeCommittingAgent(fx.dir, 2, 'agent.sh', 3);
+  const run = path.join(fx.dir, 'code-server');
+  const dirs = {
+    config: path.join(run, 'config.yaml'),
+    userData: path.join(run, 'user-data'),
+    extensions: path.join(run, 'extensions'),
+  };
+  fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
+  fs.mkdirSync(dirs.extensions, { recursive: true });
+  fs.writeFileSync(dirs.config, 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n');
+  fs.writeFileSync(
+    path.join(dirs.userData, 'User', 'settings.json'),
+    JSON.stringify(
+      {
+        'chat.disableAIFeatures': true,
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.welcomePage.walkthroughs.openOnInstall': false,
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'telemetry.telemetryLevel': 'off',
+        'update.mode': 'none',
+        'git.enabled': false,
+        'security.workspace.trust.enabled': false,
+        'slipway.path': SLIPWAY_BIN,
+        'slipway.agent.type': 'command',
+        'slipway.agent.command': ['sh', agent],
+        'slipway.sourcePolicy': 'ask',
+        'slipway.strategy': 'branch',
+      },
+      null,
+      2,
+    ),
+  );
+  const env: NodeJS.ProcessEnv = {
+    ...fx.env,
+    EXTENSIONS_GALLERY: '{}',
+    XDG_CONFIG_HOME: path.join(run, 'xdg-config'),
+    XDG_DATA_HOME: path.join(run, 'xdg-data'),
+    XDG_CACHE_HOME: path.join(run, 'xdg-cache'),
+  };
+
+  let server: CodeServer | undefined;
+  let browser: Browser | undefined;
+  const watchdog = setTimeout(() => {
+    process.stdout.write(`not ok - the end-to-end run finished within ${WATCHDOG_MS / 1000} s\n`);
+    failed++;
+    void cleanup().then(() => finish(fx, true));
+  }, WATCHDOG_MS);
+
+  const cleanup = async (): Promise<void> => {
+    if (browser) {
+      const b = browser;
+      browser = undefined;
+      await b.close().catch(() => undefined);
+    }
+    if (server?.proc.pid !== undefined) {
+      const pid = server.proc.pid;
+      server = undefined;
+      await killTree(pid);
+      log(`killed the code-server tree of pid ${pid}`);
+    }
+  };
+
+  try {
+    await check('code-server installs the packaged .vsix', () => {
+      execFileSync(NODE24, [...codeServerArgs(dirs), '--install-extension', VSIX], { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+      const installed = fs.readdirSync(dirs.extensions).filter((d) => d.startsWith('slipway.slipway-'));
+      assert(installed.length === 1, `extension folder missing: ${fs.readdirSync(dirs.extensions).join(', ')}`);
+    });
+
+    server = await startCodeServer(fx, dirs, env);
+    log(`code-server at ${server.url} (pid ${server.proc.pid})`);
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, serviceWorkers: 'block' });
+    const blocked: string[] = [];
+    let allowed = 0;
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (isLoopback(url)) {
+        allowed++;
+        return route.continue();
+      }
+      blocked.push(url);
+      return route.abort();
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    const url = server.url;
+    await page.goto(url);
+
+    await check('the workbench starts and loads extensions', async () => {
+      await page.waitForFunction(
+        () =>
+          performance.getEntriesByName('code/didStartWorkbench').length > 0 &&
+          performance.getEntriesByName('code/didLoadExtensions').length > 0,
+        undefined,
+        { timeout: 60_000 },
+      );
+    });
+
+    const item = page.locator(STATUS_ITEM);
+    let lastStatus = '';
+    await check('the status bar item shows the repository once the sidecar reports', async () => {
+      await item.waitFor({ state: 'visible', timeout: 30_000 });
+      await poll('status text "0 worktrees"', async () => {
+        const text = await item.innerText();
+        lastStatus = text;
+        return text.includes('0 worktrees') ? true : undefined;
+      }, 30_000).catch((e: unknown) => {
+        throw new Error(`${String(e)}; the item reads ${JSON.stringify(lastStatus)}`);
+      });
+    });
+
+    const remoteCommit = fx.rev('origin/feature/search');
+    let worktreePath = '';
+    await check('New Worktree: the branch QuickPick has Local and Remote groups, and a remote branch can be picked', async () => {
+      await runCommand(page, 'slipway: New Worktree');
+      await answerInput(page, 'Branch for the new worktree', 'feature/search-ui');
+      const widget = page.locator(QUICK_INPUT);
+      const remoteRow = widget.locator('.monaco-list-row', { hasText: 'origin/feature/search' });
+      await remoteRow.waitFor({ state: 'visible', timeout: 20_000 });
+      const rows = await widget.locator('.monaco-list-row').allInnerTexts();
+      const flat = rows.map((r) => r.replace(/\s+/g, ' ').trim());
+      log(`picker rows: ${JSON.stringify(flat)}`);
+      assert(flat.some((r) => r.includes('Local')), 'no Local separator');
+      assert(flat.some((r) => r.includes('Remote')), 'no Remote separator');
+      assert(flat.some((r) => /^main\s*HEAD/.test(r)), 'local main is not marked HEAD');
+      assert(flat.some((r) => /^origin\/main\s*default/.test(r)), 'origin/main is not marked default');
+      await shot(page, 'quickpick.png');
+      // Filter, then pick the remote branch.
+      await widget.locator('.quick-input-box input').fill('feature/search');
+      await poll('filtered rows', async () => ((await widget.locator('.monaco-list-row').count()) <= 3 ? true : undefined));
+      await shot(page, 'quickpick-filtered.png');
+      await remoteRow.first().click();
+      await toast(page, 'worktree feature/search-ui created').waitFor({ state: 'visible', timeout: 20_000 });
+    });
+
+    await check('the worktree exists on disk at the remote branch commit', () => {
+      const list = fx.git(fx.repo, 'worktree', 'list', '--porcelain');
+      const m = /worktree (\S+\/\.slipway\/worktrees\/feature-search-ui[^\n]*)\nHEAD ([0-9a-f]+)\nbranch refs\/heads\/feature\/search-ui/.exec(list);
+      assert(m, `no worktree for feature/search-ui in:\n${list}`);
+      worktreePath = m[1];
+      assert(m[2] === remoteCommit, `worktree HEAD ${m[2]} is not origin/feature/search ${remoteCommit}`);
+      assert(fs.existsSync(path.join(worktreePath, 'search.txt')), 'search.txt missing from the worktree');
+      assert(fx.rev('HEAD', worktreePath) === remoteCommit, 'HEAD in the worktree differs');
+    });
+
+    await check('the status bar item shows the new worktree', async () => {
+      await poll('status bar with feature/search-ui', async () => ((await item.innerText()).includes('feature/search-ui') ? true : undefined));
+      await shot(page, 'statusbar.png', page.locator('#workbench\\.parts\\.statusbar'));
+      await shot(page, 'after-new-worktree.png');
+    });
+
+    await check('Hand Off to Sandbox runs the command agent: notification and commits', async () => {
+      const before = fx.rev('feature/search-ui');
+      await runCommand(page, 'slipway: Hand Off to Sandbox');
+      await answerInput(page, 'Prompt for the unattended run on feature/search-ui', 'add two files');
+      // The agent sleeps 3 s first: the run's cancellable progress shows meanwhile.
+      const progress = toast(page, 'slipway: agent run');
+      await progress.waitFor({ state: 'visible', timeout: 20_000 });
+      await poll('progress message from $/progress', async () =>
+        /agentStarted|iteration/.test(await progress.innerText()) ? true : undefined,
+      );
+      const buttons = await progress.locator('.monaco-button').allInnerTexts();
+      assert(buttons.includes('Cancel'), `the progress has no Cancel button: ${JSON.stringify(buttons)}`);
+      await shot(page, 'run-progress.png');
+      const done = toast(page, 'slipway: run completed on feature/search-ui: 2 commits');
+      await done.waitFor({ state: 'visible', timeout: 60_000 });
+      await shot(page, 'run-finished.png');
+      const actions = await done.locator('.monaco-button').allInnerTexts();
+      assert(actions.includes('Open') && actions.includes('Close'), `actions are ${JSON.stringify(actions)}`);
+      const commits = fx.git(fx.repo, 'log', '--format=%s', `${before}..feature/search-ui`).split('\n');
+      assert(JSON.stringify(commits) === JSON.stringify(['agent: change 2', 'agent: change 1']), `commits: ${JSON.stringify(commits)}`);
+      assert(fx.git(worktreePath, 'status', '--porcelain') === '', 'the worktree is not clean');
+    });
+
+    await check('Close Worktree on a dirty worktree keeps it and shows what would be lost', async () => {
+      assert(worktreePath !== '', 'no worktree to close');
+      fs.writeFileSync(path.join(worktreePath, 'scratch.txt'), 'unsaved\n');
+      // Clear the earlier toasts so the dialog is alone.
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      await runCommand(page, 'slipway: Close Worktree');
+      const pick = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'feature/search-ui' }).first();
+      await pick.waitFor({ state: 'visible' });
+      await page.locator(`${QUICK_INPUT} .quick-input-box input`).press('Enter');
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+      const text = await dialog.innerText();
+      assert(text.includes('scratch.txt'), `the dialog does not name scratch.txt: ${text}`);
+      await shot(page, 'close-dialog.png');
+      // Keep it: the worktree stays, preserved and dirty.
+      await dialog.locator('.monaco-button', { hasText: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      assert(fs.existsSync(path.join(worktreePath, 'scratch.txt')), 'the worktree went away without the force');
+    });
+
+    await check('the dirty preserved worktree shows in Problems and as a warning in the status bar', async () => {
+      await poll('status bar warning count', async () => (/feature\/search-ui\*[\s\S]*1/.test(await item.innerText()) ? true : undefined));
+      const background = await item.evaluate(
+        (el) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor,
+      );
+      assert(background !== 'rgba(0, 0, 0, 0)' && background !== 'transparent', `no warning background: ${background}`);
+      await runCommand(page, 'View: Focus Problems');
+      const problem = page.locator('.markers-panel .monaco-list-row', { hasText: 'uncommitted changes in the preserved worktree' }).first();
+      await problem.waitFor({ state: 'visible', timeout: 20_000 });
+      await shot(page, 'problems.png');
+      await shot(page, 'statusbar-warning.png', page.locator('#workbench\\.parts\\.statusbar'));
+    });
+
+    await check('closing again with the force removes the worktree and keeps the branch', async () => {
+      await runCommand(page, 'slipway: Close Worktree');
+      const pick = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'feature/search-ui' }).first();
+      await pick.waitFor({ state: 'visible' });
+      await page.locator(`${QUICK_INPUT} .quick-input-box input`).press('Enter');
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+      await dialog.locator('.monaco-button', { hasText: 'Remove Anyway' }).click();
+      await toast(page, 'worktree feature/search-ui removed').waitFor({ state: 'visible', timeout: 20_000 });
+      assert(!fs.existsSync(worktreePath), 'the worktree is still on disk');
+      assert(fx.git(fx.repo, 'log', '-1', '--format=%s', 'feature/search-ui') === 'agent: change 2', 'the branch lost its commits');
+      await poll('status bar back to 0 worktrees', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
+    });
+
+    await check('a missing binary shows an actionable error whose Open Settings fixes slipway.path', async () => {
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      // Set a wrong path in the Settings editor, as a user would. slipway.path is
+      // machine-scoped: in code-server (a remote window) it is under Remote.
+      await runCommand(page, 'Preferences: Open Remote Settings');
+      const editor = page.locator('.settings-editor');
+      await editor.waitFor({ state: 'visible' });
+      await page.keyboard.type('slipway.path');
+      const input = editor.locator('.setting-item-contents', { hasText: 'Slipway: Path' }).locator('.setting-item-control input').first();
+      await input.waitFor({ state: 'visible' });
+      await input.fill('/nonexistent/slipway');
+      await input.press('Tab');
+      const error = toast(page, "cannot find the slipway binary '/nonexistent/slipway'");
+      await error.waitFor({ state: 'visible', timeout: 20_000 });
+      const buttons = await error.locator('.monaco-button').allInnerTexts();
+      assert(buttons.includes('Open Settings') && buttons.includes('Retry'), `buttons: ${JSON.stringify(buttons)}`);
+      await poll('status bar error', async () => (/^\s*slipway\s*$/.test(await item.innerText()) ? true : undefined));
+      await shot(page, 'missing-binary.png');
+      // The notification's Open Settings shows the setting (in the Remote tab here).
+      await error.locator('.monaco-button', { hasText: 'Open Settings' }).click();
+      const fix = page.locator('.settings-editor .setting-item-contents', { hasText: 'Slipway: Path' }).locator('.setting-item-control input').first();
+      await fix.waitFor({ state: 'visible' });
+      await fix.fill(SLIPWAY_BIN);
+      await fix.press('Tab');
+      await poll('status bar back', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
+    });
+
+    await check('the browser talked to loopback only (every other request aborted)', () => {
+      log(`aborted requests: ${blocked.length}${blocked.length ? ` (${blocked.slice(0, 5).join(', ')})` : ''}`);
+      assert(allowed > 0, 'no request reached code-server through the route');
+    });
+    if (failed > 0) {
+      await shot(page, 'failure.png').catch(() => undefined);
+    }
+  } catch (error) {
+    failed++;
+    process.stdout.write(`not ok - end-to-end setup\n  ${String(error instanceof Error ? (error.stack ?? error.message) : error)}\n`);
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup();
+  }
+  finish(fx, false);
+}
+
+function finish(fx: Fixture, timedOut: boolean): void {
+  const leftovers = fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        return fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(fx.dir);
+      } catch {
+        return false;
+      }
+    });
+  if (leftovers.length > 0) {
+    process.stdout.write(`not ok - every process of the run is gone (left: ${leftovers.join(', ')})\n`);
+    failed++;
+  } else {
+    passed++;
+    process.stdout.write('ok - every process of the run is gone\n');
+  }
+  fs.writeFileSync(path.join(ARTIFACTS, 'e2e-result.json'), JSON.stringify({ passed, failed, timedOut }));
+  if (failed === 0) {
+    fx.cleanup();
+  } else {
+    log(`kept ${fx.dir} for inspection`);
+  }
+  log(`end-to-end checks: ${passed} ok, ${failed} not ok`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+void main();

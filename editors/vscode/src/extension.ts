@@ -1,0 +1,645 @@
+// The slipway extension: renders the sidecar's answers and opens what it names.
+// Every decision (where a branch starts, what a close keeps, how a run goes) is the
+// sidecar's; this file only asks the user, sends one request, and shows the answer.
+
+import * as vscode from 'vscode';
+import {
+  agentFromSettings,
+  type BranchPickEntry,
+  branchItems,
+  choiceItems,
+  closePreservedView,
+  runFinishedView,
+  sandboxFromSettings,
+  sourceFromSettings,
+  statusView,
+  type StatusView,
+  worktreeItems,
+} from './model';
+import {
+  type Agent,
+  type InteractiveCommand,
+  type RunFinished,
+  type Sandbox,
+  type SlipwayApi,
+  type SlipwayError,
+  toSlipwayError,
+  withSourcePick,
+  type WorktreeStatus,
+  type WorktreeStrategy,
+} from './protocol';
+import { Sidecar } from './sidecar';
+
+type OpenHow = 'newWindow' | 'thisWindow' | 'addToWorkspace';
+
+class Cancelled extends Error {}
+
+class Extension implements vscode.Disposable {
+  private readonly sidecar: Sidecar;
+  private readonly item: vscode.StatusBarItem;
+  private view: StatusView = statusView(undefined, { paths: [] });
+  private readonly disposables: { dispose(): unknown }[] = [];
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    const output = vscode.window.createOutputChannel('slipway', { log: true });
+    this.sidecar = new Sidecar(output);
+    this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Left, 50);
+    this.item.name = 'slipway';
+    this.item.command = 'slipway.listWorktrees';
+    this.disposables.push(output, this.sidecar, this.item);
+    this.disposables.push(
+      this.sidecar.onStatus(() => this.render()),
+      this.sidecar.onRunFinished((p) => void this.runFinished(p)),
+      vscode.window.onDidChangeActiveTextEditor(() => this.render()),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => this.render()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('slipway.path')) {
+          void this.restart();
+        }
+      }),
+    );
+    const commands: [string, (...args: unknown[]) => Promise<void>][] = [
+      ['slipway.newWorktree', (arg) => this.newWorktree(arg)],
+      ['slipway.pickSourceBranch', (arg) => this.pickSourceBranch(arg)],
+      ['slipway.openWorktree', (arg) => this.openWorktree(arg)],
+      ['slipway.startAgentHere', (arg) => this.startAgentHere(arg)],
+      ['slipway.handOff', (arg) => this.handOff(arg)],
+      ['slipway.runInNewWorktree', (arg) => this.runInNewWorktree(arg)],
+      ['slipway.closeWorktree', (arg) => this.closeWorktree(arg)],
+      ['slipway.cancelRun', (arg) => this.cancelRun(arg)],
+      ['slipway.listWorktrees', () => this.listWorktrees()],
+      ['slipway.restartSidecar', () => this.restart()],
+    ];
+    for (const [id, handler] of commands) {
+      this.disposables.push(vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(handler, args)));
+    }
+  }
+
+  async start(): Promise<void> {
+    this.render();
+    this.item.show();
+    const ok = await this.sidecar.start();
+    await vscode.commands.executeCommand('setContext', 'slipway.active', ok);
+    this.render();
+  }
+
+  private async restart(): Promise<void> {
+    await this.sidecar.stop();
+    await this.start();
+  }
+
+  /** Stops the sidecar (waiting for its shutdown), then drops everything else. */
+  async shutdown(): Promise<void> {
+    await this.sidecar.stop();
+    this.dispose();
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0)) {
+      d.dispose();
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Status bar
+
+  private get focus(): string | undefined {
+    return this.context.workspaceState.get<string>('slipway.focus');
+  }
+
+  private async setFocus(path: string): Promise<void> {
+    await this.context.workspaceState.update('slipway.focus', path);
+    this.render();
+  }
+
+  private contextPaths(): string[] {
+    const paths: string[] = [];
+    const doc = vscode.window.activeTextEditor?.document.uri;
+    if (doc?.scheme === 'file') {
+      paths.push(doc.fsPath);
+    }
+    for (const folder of vscode.workspace.workspaceFolders ?? []) {
+      if (folder.uri.scheme === 'file') {
+        paths.push(folder.uri.fsPath);
+      }
+    }
+    return paths;
+  }
+
+  private render(): void {
+    const status = this.sidecar.status;
+    this.view = statusView(status, { paths: this.contextPaths(), focus: this.focus });
+    this.item.text = this.sidecar.api ? this.view.text : '$(error) slipway';
+    this.item.tooltip = this.sidecar.api ? this.view.tooltip : 'slipway: the sidecar is not running (click for details)';
+    this.item.backgroundColor =
+      this.view.warning || !this.sidecar.api ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    const repos = status?.repositories ?? [];
+    void vscode.commands.executeCommand('setContext', 'slipway.hasWorktrees', repos.some((r) => r.worktrees.length > 0));
+    void vscode.commands.executeCommand('setContext', 'slipway.runActive', repos.some((r) => r.running > 0));
+    void vscode.commands.executeCommand('setContext', 'slipway.inWorktree', this.view.current !== undefined);
+  }
+
+  // -------------------------------------------------------------------------
+  // Helpers
+
+  private async guard(handler: (...args: unknown[]) => Promise<void>, args: unknown[]): Promise<void> {
+    try {
+      await handler(...args);
+    } catch (error) {
+      if (error instanceof Cancelled) {
+        return;
+      }
+      const e = toSlipwayError(error);
+      const message = e ? e.message : error instanceof Error ? error.message : String(error);
+      const actions = e?.data?.worktreePath ? ['Open Worktree'] : [];
+      const choice = await vscode.window.showErrorMessage(`slipway: ${message}`, ...actions);
+      if (choice === 'Open Worktree' && e?.data?.worktreePath) {
+        await this.open(e.data.worktreePath);
+      }
+    }
+  }
+
+  private api(): SlipwayApi {
+    const api = this.sidecar.api;
+    if (api === undefined) {
+      void vscode.commands.executeCommand('slipway.restartSidecar');
+      throw new Cancelled();
+    }
+    return api;
+  }
+
+  private config(): vscode.WorkspaceConfiguration {
+    return vscode.workspace.getConfiguration('slipway');
+  }
+
+  private agent(): Agent {
+    const c = this.config();
+    const built = agentFromSettings({
+      type: c.get<string>('agent.type', 'claude-code'),
+      command: c.get<string[]>('agent.command', []),
+      model: c.get<string>('agent.model', ''),
+      effort: c.get<string>('agent.effort', ''),
+    });
+    if ('error' in built) {
+      void vscode.window.showErrorMessage(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
+        if (choice) {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'slipway.agent');
+        }
+      });
+      throw new Cancelled();
+    }
+    return built.agent;
+  }
+
+  private sandbox(): Sandbox {
+    const c = this.config();
+    const built = sandboxFromSettings(c.get<string>('sandbox.type', 'none'), c.get<string>('sandbox.image', ''));
+    if ('error' in built) {
+      void vscode.window.showErrorMessage(`slipway: ${built.error}`);
+      throw new Cancelled();
+    }
+    return built.sandbox;
+  }
+
+  private uriArg(arg: unknown): string | undefined {
+    return arg instanceof vscode.Uri && arg.scheme === 'file' ? arg.fsPath : undefined;
+  }
+
+  /** The folder to name as `root`: the argument's, the active editor's, the only folder, or a pick. */
+  private async root(arg?: unknown): Promise<string> {
+    const fromArg = this.uriArg(arg);
+    if (fromArg) {
+      return fromArg;
+    }
+    const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file');
+    if (folders.length === 0) {
+      void vscode.window.showErrorMessage('slipway: open a folder inside a git repository first.');
+      throw new Cancelled();
+    }
+    const doc = vscode.window.activeTextEditor?.document.uri;
+    const active = doc ? vscode.workspace.getWorkspaceFolder(doc) : undefined;
+    if (active) {
+      return active.uri.fsPath;
+    }
+    if (folders.length === 1) {
+      return folders[0].uri.fsPath;
+    }
+    const picked = await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Repository' });
+    if (!picked) {
+      throw new Cancelled();
+    }
+    return picked.uri.fsPath;
+  }
+
+  /** The branch picker (Local / Remote), limited to `choices` when given. Undefined: dismissed. */
+  private async pickBranch(root: string, title: string, choices?: string[]): Promise<string | undefined> {
+    const api = this.api();
+    const { branches } = await api.branches(root);
+    const entries: BranchPickEntry[] = choices ? choiceItems(choices, branches) : branchItems(branches);
+    type Item = vscode.QuickPickItem & { ref?: string };
+    const items: Item[] = entries.map((e) =>
+      e.type === 'separator'
+        ? { label: e.label, kind: vscode.QuickPickItemKind.Separator }
+        : { label: e.label, description: e.description, detail: e.detail, ref: e.ref },
+    );
+    const qp = vscode.window.createQuickPick<Item>();
+    qp.title = title;
+    qp.placeholder = 'Type to filter branches';
+    qp.matchOnDescription = true;
+    qp.matchOnDetail = true;
+    qp.items = items;
+    return new Promise<string | undefined>((resolve) => {
+      let done = false;
+      qp.onDidAccept(() => {
+        const ref = qp.selectedItems[0]?.ref;
+        if (ref !== undefined) {
+          done = true;
+          resolve(ref);
+          qp.hide();
+        }
+      });
+      qp.onDidHide(() => {
+        if (!done) {
+          resolve(undefined);
+        }
+        qp.dispose();
+      });
+      qp.show();
+    });
+  }
+
+  private sourceFor(root: string) {
+    const picked = this.context.workspaceState.get<Record<string, string>>('slipway.pickedSource', {})[root];
+    return sourceFromSettings(this.config().get<string>('sourcePolicy', 'ask'), picked);
+  }
+
+  private pickOnSourceError(root: string, what: string) {
+    return (e: SlipwayError) =>
+      this.pickBranch(root, `${e.kind === 'sourceBranchRequired' ? 'Start' : `${e.message} — start`} ${what} from…`, e.data?.choices);
+  }
+
+  private async branchName(prompt: string): Promise<string> {
+    const name = await vscode.window.showInputBox({
+      title: 'slipway',
+      prompt,
+      placeHolder: 'feature/my-change',
+      validateInput: (v) => (v.trim() === '' ? 'A branch name is needed' : undefined),
+    });
+    if (name === undefined) {
+      throw new Cancelled();
+    }
+    return name.trim();
+  }
+
+  private async prompt(what: string): Promise<string> {
+    const prompt = await vscode.window.showInputBox({
+      title: 'slipway',
+      prompt: `Prompt for ${what}`,
+      placeHolder: 'What should the agent do?',
+    });
+    if (prompt === undefined) {
+      throw new Cancelled();
+    }
+    return prompt;
+  }
+
+  /** Worktrees of every watched repository (from the last status), or of `root` (asked). */
+  private async worktrees(root?: string): Promise<WorktreeStatus[]> {
+    if (root !== undefined) {
+      return (await this.api().list(root)).worktrees;
+    }
+    const status = this.sidecar.status;
+    if (status && status.repositories.length > 0) {
+      return status.repositories.flatMap((r) => r.worktrees);
+    }
+    return (await this.api().list(await this.root())).worktrees;
+  }
+
+  private async pickWorktree(title: string, list?: WorktreeStatus[]): Promise<WorktreeStatus> {
+    const worktrees = list ?? (await this.worktrees());
+    if (worktrees.length === 0) {
+      void vscode.window.showInformationMessage('slipway: no worktrees yet. Run "slipway: New Worktree".');
+      throw new Cancelled();
+    }
+    const current = this.view.current?.path;
+    const entries = worktreeItems(worktrees).sort((a, b) => Number(b.worktree.path === current) - Number(a.worktree.path === current));
+    const picked = await vscode.window.showQuickPick(
+      entries.map((e) => ({ ...e, description: e.worktree.path === current ? `current · ${e.description}` : e.description })),
+      { title, matchOnDescription: true, matchOnDetail: true },
+    );
+    if (!picked) {
+      throw new Cancelled();
+    }
+    return picked.worktree;
+  }
+
+  /** The worktree a command acts on: the argument's, the current one, or a pick. */
+  private async targetWorktree(arg: unknown, title: string, alwaysAsk = false): Promise<WorktreeStatus> {
+    const status = this.sidecar.status;
+    const fromArg = this.uriArg(arg);
+    if (fromArg && status) {
+      const found = statusView(status, { paths: [fromArg] }).current;
+      if (found) {
+        return found;
+      }
+    }
+    if (!alwaysAsk && this.view.current) {
+      return this.view.current;
+    }
+    return this.pickWorktree(title);
+  }
+
+  private repoRootOf(w: WorktreeStatus): string {
+    const repo = this.sidecar.status?.repositories.find((r) => r.worktrees.some((x) => x.path === w.path));
+    return repo?.root ?? w.path;
+  }
+
+  private async open(path: string, how?: OpenHow, name?: string): Promise<void> {
+    let choice: OpenHow | undefined = how;
+    if (choice === undefined) {
+      const setting = this.config().get<string>('openWorktreeIn', 'ask');
+      if (setting === 'newWindow' || setting === 'thisWindow' || setting === 'addToWorkspace') {
+        choice = setting;
+      } else {
+        const picked = await vscode.window.showQuickPick(
+          [
+            { label: '$(empty-window) Open in New Window', how: 'newWindow' as const },
+            { label: '$(window) Open in This Window', how: 'thisWindow' as const },
+            { label: '$(root-folder) Add to Workspace', how: 'addToWorkspace' as const },
+          ],
+          { title: `Open ${path}` },
+        );
+        if (!picked) {
+          throw new Cancelled();
+        }
+        choice = picked.how;
+      }
+    }
+    await this.setFocus(path);
+    const uri = vscode.Uri.file(path);
+    if (choice === 'addToWorkspace') {
+      const folders = vscode.workspace.workspaceFolders ?? [];
+      if (!folders.some((f) => f.uri.fsPath === path)) {
+        vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: name ? `slipway: ${name}` : undefined });
+      }
+    } else {
+      await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: choice === 'newWindow' });
+    }
+  }
+
+  private remember(path: string, command: InteractiveCommand | undefined): Promise<void> {
+    const all = this.context.workspaceState.get<Record<string, InteractiveCommand>>('slipway.interactive', {});
+    if (command) {
+      all[path] = command;
+    }
+    return Promise.resolve(this.context.workspaceState.update('slipway.interactive', all));
+  }
+
+  // -------------------------------------------------------------------------
+  // Commands
+
+  private async newWorktree(arg: unknown): Promise<void> {
+    const root = await this.root(arg);
+    const strategy = this.config().get<WorktreeStrategy>('strategy', 'branch');
+    const branch = strategy === 'branch' ? await this.branchName('Branch for the new worktree (new or existing)') : undefined;
+    const built = agentFromSettings({
+      type: this.config().get<string>('agent.type', 'claude-code'),
+      command: this.config().get<string[]>('agent.command', []),
+      model: this.config().get<string>('agent.model', ''),
+      effort: this.config().get<string>('agent.effort', ''),
+    });
+    const agent = 'agent' in built ? built.agent : undefined;
+    const api = this.api();
+    const created = await withSourcePick(
+      (source) => api.createWorktree({ root, strategy, branch, source, agent }),
+      this.sourceFor(root),
+      this.pickOnSourceError(root, branch ?? 'the worktree'),
+    );
+    if (created === undefined) {
+      return;
+    }
+    await this.remember(created.path, created.interactiveCommand);
+    await this.setFocus(created.path);
+    const notes = created.notes.length > 0 ? ` (${created.notes.join('; ')})` : '';
+    void vscode.window
+      .showInformationMessage(
+        `slipway: worktree ${created.branch} ${created.reused ? 're-used' : 'created'} from ${created.sourceLabel} at ${created.path}${notes}`,
+        'Open in New Window',
+        'Open Here',
+        'Add to Workspace',
+        'Start Agent Here',
+      )
+      .then((choice) => {
+        const how: Record<string, OpenHow> = { 'Open in New Window': 'newWindow', 'Open Here': 'thisWindow', 'Add to Workspace': 'addToWorkspace' };
+        if (choice === 'Start Agent Here') {
+          void this.guard(() => this.startAgentHere(vscode.Uri.file(created.path)), []);
+        } else if (choice !== undefined) {
+          void this.guard(() => this.open(created.path, how[choice], created.branch), []);
+        }
+      });
+  }
+
+  private async pickSourceBranch(arg: unknown): Promise<void> {
+    const root = await this.root(arg);
+    const ref = await this.pickBranch(root, 'New worktrees start from…');
+    if (ref === undefined) {
+      return;
+    }
+    const resolved = await this.api().resolveSource({ root, source: { policy: 'named', ref } });
+    const all = this.context.workspaceState.get<Record<string, string>>('slipway.pickedSource', {});
+    all[root] = ref;
+    await this.context.workspaceState.update('slipway.pickedSource', all);
+    const choice = await vscode.window.showInformationMessage(
+      `slipway: new branches start from ${resolved.label} (${resolved.commit.slice(0, 10)}) until you pick again.`,
+      'Use the Setting Again',
+    );
+    if (choice) {
+      const rest = Object.fromEntries(Object.entries(all).filter(([key]) => key !== root));
+      await this.context.workspaceState.update('slipway.pickedSource', rest);
+    }
+  }
+
+  private async openWorktree(arg: unknown): Promise<void> {
+    const w = await this.targetWorktree(arg, 'Open worktree', arg === undefined);
+    await this.open(w.path, undefined, w.branch);
+  }
+
+  private async startAgentHere(arg: unknown): Promise<void> {
+    const w = await this.targetWorktree(arg, 'Start the agent in');
+    const agent = this.agent();
+    let command: InteractiveCommand | undefined;
+    if (w.strategy === 'branch') {
+      // The sidecar builds the agent's interactive command line; asking for the branch's
+      // worktree again re-uses it and answers that line.
+      const again = await this.api().createWorktree({ root: this.repoRootOf(w), strategy: 'branch', branch: w.branch, agent });
+      command = again.interactiveCommand;
+    } else {
+      command = this.context.workspaceState.get<Record<string, InteractiveCommand>>('slipway.interactive', {})[w.path];
+    }
+    if (command === undefined || command.argv.length === 0) {
+      void vscode.window.showErrorMessage(`slipway: no interactive command is known for ${w.branch}.`);
+      return;
+    }
+    await this.setFocus(w.path);
+    const terminal = vscode.window.createTerminal({
+      name: `slipway: ${w.branch}`,
+      cwd: command.cwd || w.path,
+      shellPath: command.argv[0],
+      shellArgs: command.argv.slice(1),
+    });
+    terminal.show();
+  }
+
+  private async handOff(arg: unknown): Promise<void> {
+    const w = await this.targetWorktree(arg, 'Hand off');
+    const agent = this.agent();
+    const sandbox = this.sandbox();
+    const prompt = await this.prompt(`the unattended run on ${w.branch}`);
+    const { runId } = await this.api().handoff({
+      root: this.repoRootOf(w),
+      worktree: w.id,
+      agent,
+      sandbox,
+      prompt,
+      maxIterations: this.config().get<number>('maxIterations', 1),
+    });
+    await this.setFocus(w.path);
+    vscode.window.setStatusBarMessage(`slipway: ${w.branch} handed off (${runId})`, 5000);
+  }
+
+  private async runInNewWorktree(arg: unknown): Promise<void> {
+    const root = await this.root(arg);
+    const strategy = this.config().get<WorktreeStrategy>('strategy', 'branch');
+    const branch = strategy === 'branch' ? await this.branchName('Branch for the run (new or existing)') : undefined;
+    const agent = this.agent();
+    const sandbox = this.sandbox();
+    const prompt = await this.prompt(branch ? `the run on ${branch}` : 'the run');
+    const api = this.api();
+    const started = await withSourcePick(
+      (source) =>
+        api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
+      this.sourceFor(root),
+      this.pickOnSourceError(root, branch ?? 'the run'),
+    );
+    if (started) {
+      vscode.window.setStatusBarMessage(`slipway: run ${started.runId} started`, 5000);
+    }
+  }
+
+  private async closeWorktree(arg: unknown): Promise<void> {
+    const w = await this.targetWorktree(arg, 'Close worktree', arg === undefined);
+    await this.close(this.repoRootOf(w), w.id);
+  }
+
+  private async close(root: string, worktree: string): Promise<void> {
+    const api = this.api();
+    const answer = await api.close({ root, worktree });
+    if (answer.removed) {
+      this.removeFolder(answer.path);
+      const kept = answer.branchKept ? ` ${answer.branchKept}` : '';
+      void vscode.window.showInformationMessage(`slipway: worktree ${answer.branch} removed.${kept}`);
+      return;
+    }
+    const view = closePreservedView(answer);
+    const force = 'Remove Anyway (Lose Changes)';
+    // The safe choice comes first (it is the dialog's default button).
+    const choice = await vscode.window.showWarningMessage(view.message, { modal: true, detail: view.detail }, 'Open Worktree', force);
+    if (choice === 'Open Worktree') {
+      await this.open(answer.preservedPath, undefined, answer.branch);
+    } else if (choice === force) {
+      const forced = await api.close({ root, worktree, force: true });
+      if (forced.removed) {
+        this.removeFolder(forced.path);
+        const kept = forced.branchKept ? ` ${forced.branchKept}` : '';
+        void vscode.window.showInformationMessage(`slipway: worktree ${forced.branch} removed; its uncommitted changes are gone.${kept}`);
+      }
+    }
+  }
+
+  private removeFolder(path: string): void {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    const index = folders.findIndex((f) => f.uri.fsPath === path);
+    if (index >= 0 && folders.length > 1) {
+      vscode.workspace.updateWorkspaceFolders(index, 1);
+    }
+  }
+
+  private async cancelRun(arg: unknown): Promise<void> {
+    const runs = (this.sidecar.status?.repositories ?? []).flatMap((r) =>
+      r.runs.filter((x) => x.state === 'running').map((x) => ({ ...x, root: r.root })),
+    );
+    let target = typeof arg === 'string' ? runs.find((r) => r.runId === arg) : undefined;
+    if (target === undefined) {
+      if (runs.length === 0) {
+        void vscode.window.showInformationMessage('slipway: no run in progress.');
+        return;
+      }
+      const picked = await vscode.window.showQuickPick(
+        runs.map((r) => ({ label: `$(sync~spin) ${r.branch ?? '(starting)'}`, description: r.runId, detail: r.worktreePath ?? r.root, run: r })),
+        { title: 'Cancel run' },
+      );
+      if (!picked) {
+        return;
+      }
+      target = picked.run;
+    }
+    const answer = await this.api().cancel({ runId: target.runId, root: target.root });
+    vscode.window.setStatusBarMessage(`slipway: ${answer.runId} ${answer.status}`, 5000);
+  }
+
+  private async listWorktrees(): Promise<void> {
+    if (!this.sidecar.api) {
+      await this.restart();
+      return;
+    }
+    const w = await this.pickWorktree('slipway worktrees');
+    const actions = [
+      { label: '$(empty-window) Open in New Window', run: () => this.open(w.path, 'newWindow', w.branch) },
+      { label: '$(window) Open in This Window', run: () => this.open(w.path, 'thisWindow', w.branch) },
+      { label: '$(root-folder) Add to Workspace', run: () => this.open(w.path, 'addToWorkspace', w.branch) },
+      { label: '$(terminal) Start Agent Here', run: () => this.startAgentHere(vscode.Uri.file(w.path)) },
+      { label: '$(rocket) Hand Off to Sandbox', run: () => this.handOff(vscode.Uri.file(w.path)) },
+      { label: '$(close) Close Worktree', run: () => this.close(this.repoRootOf(w), w.id) },
+    ];
+    if (w.state === 'running' && w.runId) {
+      const runId = w.runId;
+      actions.push({ label: '$(debug-stop) Cancel Run', run: () => this.cancelRun(runId) });
+    }
+    const picked = await vscode.window.showQuickPick(actions, { title: `${w.branch} — ${w.path}` });
+    await picked?.run();
+  }
+
+  private async runFinished(p: RunFinished): Promise<void> {
+    const view = runFinishedView(p);
+    const show =
+      view.severity === 'info'
+        ? vscode.window.showInformationMessage
+        : view.severity === 'warning'
+          ? vscode.window.showWarningMessage
+          : vscode.window.showErrorMessage;
+    const choice = await show(view.message, ...view.actions);
+    await this.guard(async () => {
+      if (choice === 'Open' && p.preservedWorktreePath) {
+        await this.open(p.preservedWorktreePath, undefined, p.branch);
+      } else if (choice === 'Close' && p.preservedWorktreePath) {
+        await this.close(p.root, p.preservedWorktreePath);
+      } else if (choice === 'Show Log') {
+        await vscode.window.showTextDocument(vscode.Uri.file(p.logFile), { preview: true });
+      }
+    }, []);
+  }
+}
+
+let extension: Extension | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  extension = new Extension(context);
+  context.subscriptions.push(extension);
+  await extension.start();
+}
+
+export async function deactivate(): Promise<void> {
+  const current = extension;
+  extension = undefined;
+  await current?.shutdown();
+}

@@ -1,0 +1,440 @@
+// The `slipway lsp` protocol (docs/protocol.md), as types and request builders.
+//
+// Nothing here imports `vscode`: the extension and the protocol tests (which drive
+// the real sidecar with vscode-jsonrpc) build every request with these functions.
+
+/** The protocol version this shim was written against (`experimental.slipwayProtocol`). */
+export const PROTOCOL_VERSION = 1;
+
+/** The nine commands of `executeCommandProvider.commands`. */
+export const COMMANDS = [
+  'slipway.branches',
+  'slipway.resolveSource',
+  'slipway.createWorktree',
+  'slipway.list',
+  'slipway.run',
+  'slipway.handoff',
+  'slipway.cancel',
+  'slipway.close',
+  'slipway.status',
+] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+// ---------------------------------------------------------------------------
+// Arguments
+
+export type SourcePolicyName = 'host_head' | 'current_branch' | 'default' | 'ask';
+export type Source = { policy: SourcePolicyName } | { policy: 'named'; ref: string };
+
+export type AgentType = 'claude-code' | 'codex' | 'opencode' | 'pi' | 'cursor' | 'copilot';
+export type PermissionMode = 'bypass' | 'acceptEdits' | 'plan' | 'default';
+
+export interface AgentOptions {
+  model?: string;
+  effort?: string;
+  permissionMode?: PermissionMode;
+  binary?: string;
+  extraArgs?: string[];
+  resume?: { sessionId: string; fork?: boolean };
+}
+
+export type Agent = { type: 'command'; command: string[] } | ({ type: AgentType } & AgentOptions);
+
+export type Sandbox = { type: 'none' } | { type: 'docker'; image: string; network?: string };
+
+export type WorktreeStrategy = 'branch' | 'merge-to-head';
+export type RunStrategy = WorktreeStrategy | 'head';
+
+export interface Hooks {
+  hostOnWorktreeReady?: string[];
+  sandboxOnSandboxReady?: string[];
+}
+
+export interface RootArgs {
+  root: string;
+}
+
+export interface ResolveSourceArgs {
+  root: string;
+  source: Source;
+}
+
+export interface CreateWorktreeArgs {
+  root: string;
+  strategy: WorktreeStrategy;
+  branch?: string;
+  base?: string;
+  source?: Source;
+  copy?: string[];
+  agent?: Agent;
+}
+
+export interface RunArgs {
+  root: string;
+  agent: Agent;
+  worktree?: string;
+  strategy?: RunStrategy;
+  branch?: string;
+  base?: string;
+  source?: Source;
+  copy?: string[];
+  sandbox?: Sandbox;
+  prompt?: string;
+  promptFile?: string;
+  args?: Record<string, string>;
+  maxIterations?: number;
+  idleTimeoutSecs?: number;
+  completionSignals?: string[];
+  completionGraceSecs?: number;
+  hookTimeoutSecs?: number;
+  hooks?: Hooks;
+}
+
+export type HandoffArgs = RunArgs & { worktree: string };
+
+export interface CancelArgs {
+  runId: string;
+  root?: string;
+}
+
+export interface CloseArgs {
+  root: string;
+  worktree: string;
+  force?: boolean;
+}
+
+export interface StatusArgs {
+  path: string;
+}
+
+// ---------------------------------------------------------------------------
+// Results
+
+export interface BranchInfo {
+  name: string;
+  kind: 'local' | 'remote';
+  remote: string | null;
+  commit: string;
+  subject: string;
+  time: number;
+  isHead: boolean;
+  isDefault: boolean;
+  upstream: string | null;
+}
+
+export interface BranchesResult {
+  branches: BranchInfo[];
+}
+
+export interface ResolveSourceResult {
+  commit: string;
+  ref: string | null;
+  label: string;
+}
+
+export interface InteractiveCommand {
+  argv: string[];
+  cwd: string;
+}
+
+export interface CreateWorktreeResult {
+  id: string;
+  path: string;
+  branch: string;
+  baseCommit: string;
+  sourceLabel: string;
+  strategy: WorktreeStrategy;
+  reused: boolean;
+  notes: string[];
+  interactiveCommand?: InteractiveCommand;
+}
+
+export type WorktreeState = 'active' | 'running' | 'preserved';
+
+export interface WorktreeStatus {
+  id: string;
+  path: string;
+  branch: string;
+  strategy: WorktreeStrategy;
+  dirty: boolean;
+  changedFiles: number;
+  changedPaths: string[];
+  ahead: number;
+  state: WorktreeState;
+  why: string | null;
+  runId: string | null;
+  health: 'ok' | 'missing';
+  baseCommit: string;
+}
+
+export interface ListResult {
+  worktrees: WorktreeStatus[];
+}
+
+export interface RunStarted {
+  runId: string;
+}
+
+export interface CancelResult {
+  runId: string;
+  status: 'cancelling' | 'finished';
+}
+
+export interface CloseRemoved {
+  removed: true;
+  id: string;
+  path: string;
+  branch: string;
+  branchDeleted: boolean;
+  branchKept: string | null;
+}
+
+export interface ClosePreserved {
+  removed: false;
+  id: string;
+  branch: string;
+  preservedPath: string;
+  reason: string;
+  changedPaths: string[];
+  commands: string[];
+}
+
+export type CloseResult = CloseRemoved | ClosePreserved;
+
+export interface PathStatus {
+  inWorktree: boolean;
+  root: string | null;
+  id: string | null;
+  branch: string | null;
+  dirty: boolean;
+  state?: WorktreeState;
+  runId: string | null;
+  dirtyPreserved?: number;
+}
+
+// ---------------------------------------------------------------------------
+// Notifications
+
+export interface RunSummary {
+  runId: string;
+  state: 'running' | 'finished';
+  branch: string | null;
+  worktreePath: string | null;
+}
+
+export interface RepositoryStatus {
+  root: string;
+  commonDir: string;
+  worktrees: WorktreeStatus[];
+  runs: RunSummary[];
+  running: number;
+  dirtyPreserved: number;
+}
+
+/** `slipway/status` params. */
+export interface StatusNotification {
+  repositories: RepositoryStatus[];
+}
+
+export type RunStatus = 'completed' | 'failed' | 'timedOut' | 'cancelled';
+
+/** `slipway/runFinished` params. */
+export interface RunFinished {
+  runId: string;
+  root: string;
+  status: RunStatus;
+  commits: { sha: string }[];
+  branch: string;
+  worktreePath: string;
+  preservedWorktreePath: string | null;
+  keptBranch: string | null;
+  logFile: string;
+  error: { kind: string; message: string } | null;
+  iterations: number;
+  completionSignal: string | null;
+  sessionId: string | null;
+  usage: { inputTokens: number; outputTokens: number } | null;
+}
+
+export const STATUS_NOTIFICATION = 'slipway/status';
+export const RUN_FINISHED_NOTIFICATION = 'slipway/runFinished';
+
+/** The `$/progress` token of a run, and back. */
+export function progressToken(runId: string): string {
+  return `slipway-${runId}`;
+}
+export function runIdOfToken(token: string | number): string | undefined {
+  return typeof token === 'string' && token.startsWith('slipway-run-') ? token.slice('slipway-'.length) : undefined;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/** `data` of a slipway error answer (§7.1). Every field but `kind` is optional. */
+export interface ErrorData {
+  kind: string;
+  choices?: string[];
+  worktreePath?: string | null;
+  root?: string;
+  branch?: string;
+  holder?: { pid: number; branch: string; time: number };
+}
+
+/** The kinds whose `data.choices` feed the picker-and-retry of the `ask` flow (§8). */
+export const SOURCE_ERROR_KINDS: readonly string[] = [
+  'sourceBranchRequired',
+  'detachedHead',
+  'unbornHead',
+  'noDefaultBranch',
+  'unknownRef',
+];
+
+/** A slipway command's error answer, with its `data.kind`. */
+export class SlipwayError extends Error {
+  constructor(
+    message: string,
+    readonly code: number,
+    readonly data: ErrorData | undefined,
+  ) {
+    super(message);
+    this.name = 'SlipwayError';
+  }
+  get kind(): string | undefined {
+    return this.data?.kind;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Reads the error data of a JSON-RPC error (vscode-jsonrpc's `ResponseError` or alike). */
+export function toSlipwayError(error: unknown): SlipwayError | undefined {
+  if (error instanceof SlipwayError) {
+    return error;
+  }
+  if (!isRecord(error) || typeof error.message !== 'string' || typeof error.code !== 'number') {
+    return undefined;
+  }
+  const raw = error.data;
+  let data: ErrorData | undefined;
+  if (isRecord(raw) && typeof raw.kind === 'string') {
+    data = { kind: raw.kind };
+    if (Array.isArray(raw.choices)) {
+      data.choices = raw.choices.filter((c): c is string => typeof c === 'string');
+    }
+    if (typeof raw.worktreePath === 'string' || raw.worktreePath === null) {
+      data.worktreePath = raw.worktreePath;
+    }
+    if (typeof raw.root === 'string') {
+      data.root = raw.root;
+    }
+    if (typeof raw.branch === 'string') {
+      data.branch = raw.branch;
+    }
+    const holder = raw.holder;
+    if (isRecord(holder) && typeof holder.pid === 'number' && typeof holder.branch === 'string' && typeof holder.time === 'number') {
+      data.holder = { pid: holder.pid, branch: holder.branch, time: holder.time };
+    }
+  }
+  return new SlipwayError(error.message, error.code, data);
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+/** `workspace/executeCommand` params: exactly one object argument (§3). */
+export interface CommandRequest<A, R> {
+  command: CommandName;
+  arguments: [A];
+  /** Phantom: the answer's type. Never sent. */
+  readonly __result?: R;
+}
+
+function request<A, R>(command: CommandName, args: A): CommandRequest<A, R> {
+  return { command, arguments: [args] };
+}
+
+export const requests = {
+  branches: (args: RootArgs) => request<RootArgs, BranchesResult>('slipway.branches', args),
+  resolveSource: (args: ResolveSourceArgs) => request<ResolveSourceArgs, ResolveSourceResult>('slipway.resolveSource', args),
+  createWorktree: (args: CreateWorktreeArgs) => request<CreateWorktreeArgs, CreateWorktreeResult>('slipway.createWorktree', args),
+  list: (args: RootArgs) => request<RootArgs, ListResult>('slipway.list', args),
+  run: (args: RunArgs) => request<RunArgs, RunStarted>('slipway.run', args),
+  handoff: (args: HandoffArgs) => request<HandoffArgs, RunStarted>('slipway.handoff', args),
+  cancel: (args: CancelArgs) => request<CancelArgs, CancelResult>('slipway.cancel', args),
+  close: (args: CloseArgs) => request<CloseArgs, CloseResult>('slipway.close', args),
+  status: (args: StatusArgs) => request<StatusArgs, PathStatus>('slipway.status', args),
+};
+
+/** Whatever sends `workspace/executeCommand`: a LanguageClient or a raw jsonrpc connection. */
+export interface CommandTransport {
+  executeCommand(params: { command: string; arguments: unknown[] }): Promise<unknown>;
+}
+
+/** Typed access to the nine commands over a transport. Errors become `SlipwayError`. */
+export class SlipwayApi {
+  constructor(private readonly transport: CommandTransport) {}
+
+  async send<A, R>(req: CommandRequest<A, R>): Promise<R> {
+    try {
+      // The answer's shape is the protocol's promise; the builders fix R per command.
+      return (await this.transport.executeCommand({ command: req.command, arguments: req.arguments })) as R;
+    } catch (error) {
+      throw toSlipwayError(error) ?? error;
+    }
+  }
+
+  branches(root: string): Promise<BranchesResult> {
+    return this.send(requests.branches({ root }));
+  }
+  resolveSource(args: ResolveSourceArgs): Promise<ResolveSourceResult> {
+    return this.send(requests.resolveSource(args));
+  }
+  createWorktree(args: CreateWorktreeArgs): Promise<CreateWorktreeResult> {
+    return this.send(requests.createWorktree(args));
+  }
+  list(root: string): Promise<ListResult> {
+    return this.send(requests.list({ root }));
+  }
+  run(args: RunArgs): Promise<RunStarted> {
+    return this.send(requests.run(args));
+  }
+  handoff(args: HandoffArgs): Promise<RunStarted> {
+    return this.send(requests.handoff(args));
+  }
+  cancel(args: CancelArgs): Promise<CancelResult> {
+    return this.send(requests.cancel(args));
+  }
+  close(args: CloseArgs): Promise<CloseResult> {
+    return this.send(requests.close(args));
+  }
+  status(path: string): Promise<PathStatus> {
+    return this.send(requests.status({ path }));
+  }
+}
+
+/**
+ * The `ask` flow (§8): send a command with `source`; when the answer is a source error
+ * with `choices`, let the user pick one and send the same command again with `named`.
+ * `pick` answers undefined when the user dismissed the picker; then so does this.
+ */
+export async function withSourcePick<T>(
+  call: (source: Source | undefined) => Promise<T>,
+  source: Source | undefined,
+  pick: (error: SlipwayError) => Promise<string | undefined>,
+): Promise<T | undefined> {
+  try {
+    return await call(source);
+  } catch (error) {
+    const e = toSlipwayError(error);
+    if (e === undefined || e.kind === undefined || !SOURCE_ERROR_KINDS.includes(e.kind) || e.data?.choices === undefined) {
+      throw error;
+    }
+    const ref = await pick(e);
+    if (ref === undefined) {
+      return undefined;
+    }
+    return call({ policy: 'named', ref });
+  }
+}

@@ -1,0 +1,373 @@
+// Unit tests of the pure parts: pickers, status bar, notifications, settings, errors.
+
+import * as assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  agentFromSettings,
+  branchItems,
+  choiceItems,
+  closePreservedView,
+  relativeTime,
+  resolveBinary,
+  runFinishedView,
+  sandboxFromSettings,
+  sourceFromSettings,
+  statusView,
+  worktreeItems,
+} from '../../src/model';
+import {
+  type BranchInfo,
+  type RunFinished,
+  requests,
+  runIdOfToken,
+  progressToken,
+  SlipwayApi,
+  SlipwayError,
+  type StatusNotification,
+  toSlipwayError,
+  withSourcePick,
+  type WorktreeStatus,
+} from '../../src/protocol';
+
+const NOW = 1_800_000_000;
+
+function branch(name: string, kind: 'local' | 'remote', extra: Partial<BranchInfo> = {}): BranchInfo {
+  return {
+    name,
+    kind,
+    remote: kind === 'remote' ? name.split('/')[0] : null,
+    commit: 'f68bb0d6b440dfca27a12c3d43da6fc1346dd2e6',
+    subject: `tip of ${name}`,
+    time: NOW - 3 * 3600,
+    isHead: false,
+    isDefault: false,
+    upstream: null,
+    ...extra,
+  };
+}
+
+// The shape of docs/protocol.md §5.1's example answer.
+const BRANCHES: BranchInfo[] = [
+  branch('feature/login', 'local'),
+  branch('main', 'local', { isHead: true, upstream: 'origin/main' }),
+  branch('origin/feature/search', 'remote'),
+  branch('origin/main', 'remote', { isDefault: true }),
+];
+
+function worktree(extra: Partial<WorktreeStatus> = {}): WorktreeStatus {
+  return {
+    id: 'feature-x-1234567890',
+    path: '/r/.slipway/worktrees/feature-x-1234567890',
+    branch: 'feature/x',
+    strategy: 'branch',
+    dirty: false,
+    changedFiles: 0,
+    changedPaths: [],
+    ahead: 0,
+    state: 'active',
+    why: null,
+    runId: null,
+    health: 'ok',
+    baseCommit: 'abc',
+    ...extra,
+  };
+}
+
+function status(worktrees: WorktreeStatus[], extra: { running?: number; dirtyPreserved?: number } = {}): StatusNotification {
+  return {
+    repositories: [
+      {
+        root: '/r',
+        commonDir: '/r/.git',
+        worktrees,
+        runs: [],
+        running: extra.running ?? 0,
+        dirtyPreserved: extra.dirtyPreserved ?? 0,
+      },
+    ],
+  };
+}
+
+describe('branch QuickPick items from a slipway.branches answer', () => {
+  const items = branchItems(BRANCHES, NOW);
+
+  it('groups Local then Remote under separators, in the sidecar order', () => {
+    assert.deepEqual(
+      items.map((i) => (i.type === 'separator' ? `-- ${i.label}` : i.ref)),
+      ['-- Local', 'feature/login', 'main', '-- Remote', 'origin/feature/search', 'origin/main'],
+    );
+  });
+
+  it('shows a local and a remote branch of one name as two entries', () => {
+    const refs = items.flatMap((i) => (i.type === 'branch' ? [i.ref] : []));
+    assert.ok(refs.includes('main') && refs.includes('origin/main'));
+  });
+
+  it('marks HEAD, the default and the upstream', () => {
+    const byRef = new Map(items.flatMap((i) => (i.type === 'branch' ? [[i.ref, i] as const] : [])));
+    assert.equal(byRef.get('main')?.description, 'HEAD · tracks origin/main');
+    assert.equal(byRef.get('origin/main')?.description, 'default');
+    assert.equal(byRef.get('feature/login')?.description, '');
+  });
+
+  it('labels local and remote with distinct icons, details with sha, subject and age', () => {
+    const login = items.find((i) => i.type === 'branch' && i.ref === 'feature/login');
+    assert.ok(login?.type === 'branch');
+    assert.equal(login.label, '$(git-branch) feature/login');
+    assert.equal(login.detail, 'f68bb0d6b4 · tip of feature/login · 3 hours ago');
+    const remote = items.find((i) => i.type === 'branch' && i.ref === 'origin/feature/search');
+    assert.ok(remote?.type === 'branch' && remote.label === '$(cloud) origin/feature/search');
+  });
+
+  it('leaves out a group that is empty', () => {
+    const onlyLocal = branchItems([branch('main', 'local')], NOW);
+    assert.deepEqual(
+      onlyLocal.map((i) => i.type),
+      ['separator', 'branch'],
+    );
+    assert.deepEqual(branchItems([], NOW), []);
+  });
+
+  it('builds items for error choices, decorated when the branches are known', () => {
+    const decorated = choiceItems(['main', 'origin/main'], BRANCHES, NOW);
+    assert.deepEqual(
+      decorated.map((i) => i.label),
+      ['Local', '$(git-branch) main', 'Remote', '$(cloud) origin/main'],
+    );
+    const plain = choiceItems(['x', 'origin/y'], undefined, NOW);
+    assert.deepEqual(
+      plain.map((i) => (i.type === 'branch' ? i.ref : '')),
+      ['x', 'origin/y'],
+    );
+  });
+
+  it('formats ages', () => {
+    assert.equal(relativeTime(NOW - 30, NOW), 'just now');
+    assert.equal(relativeTime(NOW - 60, NOW), '1 minute ago');
+    assert.equal(relativeTime(NOW - 2 * 86400, NOW), '2 days ago');
+    assert.equal(relativeTime(NOW - 400 * 86400, NOW), '1 year ago');
+  });
+});
+
+describe('status bar text from a slipway/status notification', () => {
+  const wt = worktree();
+
+  it('waits for the first notification', () => {
+    const v = statusView(undefined, { paths: [] });
+    assert.equal(v.text, '$(git-branch) slipway');
+    assert.equal(v.warning, false);
+  });
+
+  it('shows the branch of the worktree holding the active file', () => {
+    const v = statusView(status([wt]), { paths: [`${wt.path}/src/a.rs`, '/r'] });
+    assert.equal(v.text, '$(git-branch) feature/x');
+    assert.equal(v.current?.id, wt.id);
+    assert.equal(v.warning, false);
+    assert.match(v.tooltip, /Click to list worktrees/);
+  });
+
+  it('does not take a sibling with a common prefix for the worktree', () => {
+    const v = statusView(status([wt]), { paths: [`${wt.path}-other/file`] });
+    assert.equal(v.current, undefined);
+  });
+
+  it('marks a dirty worktree', () => {
+    const v = statusView(status([worktree({ dirty: true, changedFiles: 2 })]), { paths: [wt.path] });
+    assert.equal(v.text, '$(git-branch) feature/x*');
+    assert.match(v.tooltip, /2 changed/);
+  });
+
+  it('shows the running agent', () => {
+    const v = statusView(status([worktree({ state: 'running', runId: 'run-1-a' })], { running: 1 }), { paths: [wt.path] });
+    assert.equal(v.text, '$(git-branch) feature/x $(sync~spin) agent');
+    assert.match(v.tooltip, /run-1-a/);
+  });
+
+  it('counts other runs and dirty preserved worktrees, with the warning background', () => {
+    const other = worktree({ id: 'o', path: '/r/.slipway/worktrees/o', branch: 'o', state: 'preserved', dirty: true, changedFiles: 1 });
+    const v = statusView(status([wt, other], { running: 2, dirtyPreserved: 1 }), { paths: [wt.path] });
+    assert.equal(v.text, '$(git-branch) feature/x $(sync~spin) 2 runs $(warning) 1');
+    assert.equal(v.warning, true);
+    assert.match(v.tooltip, /1 preserved worktree has uncommitted changes/);
+  });
+
+  it('summarises the repository outside any worktree', () => {
+    const v = statusView(status([wt, worktree({ id: 'b', path: '/r/.slipway/worktrees/b' })]), { paths: ['/r/src'] });
+    assert.equal(v.text, '$(list-tree) 2 worktrees');
+    assert.equal(v.repository?.root, '/r');
+  });
+
+  it('falls back to the focused worktree', () => {
+    const v = statusView(status([wt]), { paths: ['/r'], focus: wt.path });
+    assert.equal(v.text, '$(git-branch) feature/x');
+  });
+
+  it('warns about a missing worktree', () => {
+    const v = statusView(status([worktree({ health: 'missing' })]), { paths: [wt.path] });
+    assert.equal(v.warning, true);
+  });
+
+  it('renders worktree picker items', () => {
+    const [item] = worktreeItems([worktree({ dirty: true, changedFiles: 3, ahead: 2, why: 'kept' })]);
+    assert.equal(item.label, '$(circle-filled) feature/x');
+    assert.equal(item.description, 'active · 3 changed · 2 commits');
+    assert.equal(item.detail, `${wt.path} — kept`);
+  });
+});
+
+describe('runFinished and close views', () => {
+  const base: RunFinished = {
+    runId: 'run-1-a',
+    root: '/r',
+    status: 'completed',
+    commits: [{ sha: 'a' }, { sha: 'b' }],
+    branch: 'feature/x',
+    worktreePath: '/r/.slipway/worktrees/x',
+    preservedWorktreePath: '/r/.slipway/worktrees/x',
+    keptBranch: null,
+    logFile: '/r/.slipway/logs/run-1-a.log',
+    error: null,
+    iterations: 1,
+    completionSignal: null,
+    sessionId: null,
+    usage: null,
+  };
+
+  it('announces a completed run with Open and Close', () => {
+    assert.deepEqual(runFinishedView(base), {
+      severity: 'info',
+      message: 'slipway: run completed on feature/x: 2 commits',
+      actions: ['Open', 'Close', 'Show Log'],
+    });
+  });
+
+  it('announces a failure with its message and the kept branch, no Open without a worktree', () => {
+    const v = runFinishedView({
+      ...base,
+      status: 'failed',
+      commits: [{ sha: 'a' }],
+      preservedWorktreePath: null,
+      keptBranch: "branch 'slipway/merge-1' was kept",
+      error: { kind: 'hostDirty', message: 'the host has changes' },
+    });
+    assert.equal(v.severity, 'error');
+    assert.equal(v.message, "slipway: run failed on feature/x: 1 commit — the host has changes — branch 'slipway/merge-1' was kept");
+    assert.deepEqual(v.actions, ['Show Log']);
+  });
+
+  it('warns on cancel and errors on timeouts', () => {
+    assert.equal(runFinishedView({ ...base, status: 'cancelled', error: { kind: 'cancelled', message: 'x' } }).severity, 'warning');
+    assert.equal(runFinishedView({ ...base, status: 'timedOut', branch: '' }).message, 'slipway: run timed out: 2 commits');
+  });
+
+  it('shows what a forced close would lose', () => {
+    const v = closePreservedView({
+      removed: false,
+      id: 'x',
+      branch: 'feature/x',
+      preservedPath: '/r/w',
+      reason: 'it has uncommitted changes (2 paths): a, b',
+      changedPaths: ['a', 'b'],
+      commands: ['cd /r/w', 'git worktree remove --force /r/w'],
+    });
+    assert.equal(v.message, 'Worktree feature/x has uncommitted changes');
+    assert.match(v.detail, /loses these uncommitted changes:\n {2}a\n {2}b/);
+    assert.match(v.detail, /Inspect: cd \/r\/w/);
+  });
+});
+
+describe('settings to protocol values', () => {
+  it('builds the command agent, and refuses one without a program', () => {
+    assert.deepEqual(agentFromSettings({ type: 'command', command: ['sh', '-c', 'x'], model: 'm', effort: '' }), {
+      agent: { type: 'command', command: ['sh', '-c', 'x'] },
+    });
+    assert.ok('error' in agentFromSettings({ type: 'command', command: [], model: '', effort: '' }));
+  });
+
+  it('builds named agents with model and effort only when set', () => {
+    assert.deepEqual(agentFromSettings({ type: 'claude-code', command: [], model: '', effort: '' }), { agent: { type: 'claude-code' } });
+    assert.deepEqual(agentFromSettings({ type: 'codex', command: [], model: 'o3', effort: 'high' }), {
+      agent: { type: 'codex', model: 'o3', effort: 'high' },
+    });
+    assert.ok('error' in agentFromSettings({ type: 'gpt', command: [], model: '', effort: '' }));
+  });
+
+  it('builds sandboxes', () => {
+    assert.deepEqual(sandboxFromSettings('none', ''), { sandbox: { type: 'none' } });
+    assert.deepEqual(sandboxFromSettings('docker', 'img'), { sandbox: { type: 'docker', image: 'img' } });
+    assert.ok('error' in sandboxFromSettings('docker', ''));
+  });
+
+  it('prefers a picked source over the policy setting', () => {
+    assert.deepEqual(sourceFromSettings('ask', undefined), { policy: 'ask' });
+    assert.deepEqual(sourceFromSettings('current-branch', undefined), { policy: 'current_branch' });
+    assert.deepEqual(sourceFromSettings('default', 'origin/x'), { policy: 'named', ref: 'origin/x' });
+    assert.deepEqual(sourceFromSettings('bogus', undefined), { policy: 'ask' });
+  });
+
+  it('finds the binary on PATH or at the path given, and reports a missing one', () => {
+    const exists = new Set(['/opt/bin/slipway', '/custom/slipway']);
+    const isExec = (f: string) => exists.has(f);
+    assert.equal(resolveBinary('slipway', '/usr/bin:/opt/bin', isExec), '/opt/bin/slipway');
+    assert.equal(resolveBinary('', '/opt/bin', isExec), '/opt/bin/slipway');
+    assert.equal(resolveBinary('/custom/slipway', '', isExec), '/custom/slipway');
+    assert.equal(resolveBinary('/nope/slipway', '/opt/bin', isExec), undefined);
+    assert.equal(resolveBinary('slipway', '/usr/bin', isExec), undefined);
+  });
+});
+
+describe('requests and errors', () => {
+  it('sends exactly one object argument', () => {
+    assert.deepEqual(requests.close({ root: '/r', worktree: 'x', force: true }), {
+      command: 'slipway.close',
+      arguments: [{ root: '/r', worktree: 'x', force: true }],
+    });
+    assert.deepEqual(requests.status({ path: '/r' }).arguments.length, 1);
+  });
+
+  it('maps progress tokens to run ids', () => {
+    assert.equal(progressToken('run-1-a'), 'slipway-run-1-a');
+    assert.equal(runIdOfToken('slipway-run-1-a'), 'run-1-a');
+    assert.equal(runIdOfToken('other-token'), undefined);
+    assert.equal(runIdOfToken(7), undefined);
+  });
+
+  it('reads data.kind and choices from a JSON-RPC error', () => {
+    const e = toSlipwayError({ code: -32001, message: 'choose', data: { kind: 'sourceBranchRequired', choices: ['main', 3] } });
+    assert.ok(e instanceof SlipwayError);
+    assert.equal(e.kind, 'sourceBranchRequired');
+    assert.deepEqual(e.data?.choices, ['main']);
+    assert.equal(toSlipwayError(new Error('plain')), undefined);
+    assert.equal(toSlipwayError({ code: -32601, message: 'Method not found', data: 'x' })?.kind, undefined);
+  });
+
+  it('retries with the picked branch after a source error, and only then', async () => {
+    const sent: unknown[] = [];
+    const api = new SlipwayApi({
+      executeCommand: (params) => {
+        sent.push(params.arguments[0]);
+        const arg = params.arguments[0] as { source?: { policy: string } };
+        if (arg.source?.policy === 'ask') {
+          return Promise.reject({ code: -32001, message: 'pick', data: { kind: 'sourceBranchRequired', choices: ['origin/x'] } });
+        }
+        return Promise.resolve({ runId: 'run-1-a' });
+      },
+    });
+    const answer = await withSourcePick((source) => api.run({ root: '/r', agent: { type: 'command', command: ['true'] }, source }), { policy: 'ask' }, (e) =>
+      Promise.resolve(e.data?.choices?.[0]),
+    );
+    assert.deepEqual(answer, { runId: 'run-1-a' });
+    assert.deepEqual(
+      sent.map((a) => (a as { source: unknown }).source),
+      [{ policy: 'ask' }, { policy: 'named', ref: 'origin/x' }],
+    );
+    const dismissed = await withSourcePick(() => api.run({ root: '/r', agent: { type: 'command', command: ['true'] }, source: { policy: 'ask' } }), undefined, () =>
+      Promise.resolve(undefined),
+    );
+    assert.equal(dismissed, undefined);
+    await assert.rejects(
+      withSourcePick(() => Promise.reject(new SlipwayError('busy', -32001, { kind: 'branchInUse' })), undefined, () => Promise.resolve('x')),
+      (e: unknown) => e instanceof SlipwayError && e.kind === 'branchInUse',
+    );
+  });
+});
