@@ -247,6 +247,22 @@ fn every_command_works_against_a_real_repository() {
     assert_eq!(path_of(interactive, "cwd"), two_path);
     assert_ne!(canon(&two_path), canon(&one_path));
 
+    // The same command line for an existing worktree, without re-creating it.
+    let status = lsp.ok(
+        "slipway.status",
+        json!({ "path": two_path, "agent": { "type": "claude-code", "model": "opus" } }),
+    );
+    assert_eq!(status["inWorktree"], true, "{status}");
+    assert_eq!(
+        status["interactiveCommand"]["argv"],
+        json!(["claude", "--model", "opus"]),
+        "{status}"
+    );
+    assert_eq!(
+        canon(&path_of(&status["interactiveCommand"], "cwd")),
+        canon(&two_path)
+    );
+
     // slipway.list.
     let list = lsp.ok("slipway.list", json!({ "root": repo }));
     let worktrees = list["worktrees"]

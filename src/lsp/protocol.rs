@@ -145,6 +145,9 @@ pub struct CloseArgs {
 pub struct StatusArgs {
     /// Any path.
     pub path: PathBuf,
+    /// When given and the path is in a worktree, the answer carries this
+    /// agent's interactive command line for it (`interactiveCommand`).
+    pub agent: Option<AgentSpec>,
 }
 
 /// `slipway/runFinished`.

@@ -229,7 +229,20 @@ impl LanguageServer for SlipwayServer {
             "slipway.cancel" => self.cancel(parse_args(&command, &args)?).await,
             "slipway.status" => {
                 let a: StatusArgs = parse_args(&command, &args)?;
-                Ok(self.state.status_for(&a.path).await)
+                let mut answer = self.state.status_for(&a.path).await;
+                if let Some(spec) = &a.agent {
+                    let agent = spec
+                        .build()
+                        .map_err(|e| error("invalidParams", e.to_string(), Value::Null))?;
+                    let cwd = answer["path"].as_str().map(PathBuf::from);
+                    if let (Some(cwd), Value::Object(map)) = (cwd, &mut answer) {
+                        map.insert(
+                            "interactiveCommand".into(),
+                            json!({ "argv": agent.interactive().argv, "cwd": cwd }),
+                        );
+                    }
+                }
+                Ok(answer)
             }
             other => Err(error(
                 "unknownCommand",

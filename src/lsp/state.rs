@@ -265,6 +265,7 @@ impl State {
                 return Some(json!({
                     "inWorktree": true,
                     "root": snapshot.root,
+                    "path": w.path,
                     "id": w.id,
                     "branch": w.branch,
                     "dirty": w.dirty,
