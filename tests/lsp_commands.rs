@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(15);
 
-/// The commands of DESIGN §3.
-const DESIGN_COMMANDS: [&str; 9] = [
+/// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
+const DESIGN_COMMANDS: [&str; 10] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -28,6 +28,7 @@ const DESIGN_COMMANDS: [&str; 9] = [
     "slipway.cancel",
     "slipway.close",
     "slipway.status",
+    "slipway.workspaces",
 ];
 
 fn canon(p: &Path) -> PathBuf {
@@ -96,7 +97,7 @@ fn worktree_dirs(repo: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn initialize_advertises_the_nine_commands_and_shutdown_then_exit_ends_the_process() {
+fn initialize_advertises_every_command_and_shutdown_then_exit_ends_the_process() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let mut lsp = Lsp::start(&env, Some(&repo), true);
@@ -108,8 +109,8 @@ fn initialize_advertises_the_nine_commands_and_shutdown_then_exit_ends_the_proce
         .collect();
     assert_eq!(
         commands.len(),
-        9,
-        "exactly nine commands, no duplicates: {commands:?}"
+        DESIGN_COMMANDS.len(),
+        "exactly these commands, no duplicates: {commands:?}"
     );
     let got: BTreeSet<&str> = commands.iter().map(String::as_str).collect();
     let want: BTreeSet<&str> = DESIGN_COMMANDS.into_iter().collect();

@@ -652,3 +652,94 @@ fn a_workspace_run_asks_for_every_ask_mount_in_order_then_runs() {
         env.rev(&a, "origin/release")
     );
 }
+
+#[test]
+fn a_named_workspace_is_listed_and_runs_with_one_answer_per_ask_mount() {
+    let env = TestEnv::new();
+    let up = env.new_repo("up");
+    env.git(&up, &["checkout", "-q", "-b", "release"]);
+    env.commit_file(&up, "r.txt", "release\n", "release work");
+    env.git(&up, &["checkout", "-q", "main"]);
+    env.git(
+        env.path(),
+        &["clone", "-q", up.to_str().expect("utf8"), "a"],
+    );
+    let a = env.path().join("a");
+    let b = env.new_repo("b");
+    let a_s = a.to_str().expect("utf8");
+    let b_s = b.to_str().expect("utf8");
+    env.slipway_json(
+        env.path(),
+        &[
+            "workspace",
+            "create",
+            "duo",
+            "--workdir",
+            "/w/a",
+            "--mount",
+            &format!("{a_s}:/w/a"),
+            "--mount",
+            &format!("{b_s}:/w/b"),
+            "--mount-isolation",
+            "/w/a=worktree",
+            "--mount-isolation",
+            "/w/b=clone",
+            "--mount-source-branch",
+            "/w/a=ask",
+            "--mount-source-branch",
+            "/w/b=ask",
+        ],
+    );
+    let mut lsp = Lsp::start(&env, Some(&a), false);
+    let listed = lsp.ok("slipway.workspaces", json!({}));
+    let duo = listed["workspaces"]
+        .as_array()
+        .expect("workspaces")
+        .iter()
+        .find(|w| w["name"] == "duo")
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    assert_eq!(duo["mounts"].as_array().expect("mounts").len(), 2);
+
+    let agent = json!({"type": "command", "command": ["sh", "-c", commit_line("named-ws")]});
+    let error = lsp.err(
+        "slipway.run",
+        json!({"root": a, "agent": agent, "prompt": "p", "workspace": "duo"}),
+    );
+    assert_eq!(kind(&error), "sourceBranchRequired");
+    let dsts: Vec<&str> = error["data"]["mounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .map(|m| m["dst"].as_str().expect("dst"))
+        .collect();
+    assert_eq!(dsts, vec!["/w/a", "/w/b"]);
+    let answer = lsp.ok(
+        "slipway.run",
+        json!({
+            "root": a, "agent": agent, "prompt": "p", "workspace": "duo",
+            "sources": {
+                "/w/a": {"policy": "named", "ref": "origin/release"},
+                "/w/b": {"policy": "named", "ref": "main"}
+            }
+        }),
+    );
+    let id = run_id_of(&answer);
+    let finished = lsp
+        .wait_for_notification("slipway/runFinished", finished_for(&id), FINISH)
+        .expect("runFinished");
+    assert_eq!(
+        finished.msg["params"]["status"], "completed",
+        "{}",
+        finished.msg
+    );
+    let record = record(&canon(&a), &id).expect("record");
+    let branch = record["result"]["mounts"][0]["branch"]
+        .as_str()
+        .expect("branch")
+        .to_owned();
+    assert_eq!(
+        env.rev(&a, &format!("{branch}~1")),
+        env.rev(&a, "origin/release")
+    );
+}

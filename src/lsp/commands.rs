@@ -186,11 +186,31 @@ pub fn cancel(host: &HostRepo, args: &CancelArgs) -> Answer {
 /// now instead of arriving later as a failed run.
 pub fn validate_run(
     host: &HostRepo,
-    args: RunArgs,
+    mut args: RunArgs,
     handoff: bool,
 ) -> Result<RunRequest, jsonrpc::Error> {
     let invalid = |m: String| error("invalidParams", m, Value::Null);
-    if let Some(plan) = &args.workspace {
+    let workspace = match args.workspace.take() {
+        None => None,
+        Some(protocol::WorkspaceArg::Plan(plan)) => Some(plan),
+        Some(protocol::WorkspaceArg::Name(name)) => {
+            let ws = crate::workspace::Workspace::load_named(&name)
+                .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
+            Some(
+                ws.launch_plan()
+                    .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?,
+            )
+        }
+    };
+    let workspace = workspace.map(|mut plan| {
+        for mount in &mut plan.mounts {
+            if let Some(answer) = args.sources.get(&mount.dst.display().to_string()) {
+                mount.source = answer.clone();
+            }
+        }
+        plan
+    });
+    if let Some(plan) = &workspace {
         let asks = crate::run::workspace::sources_required(plan)
             .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
         if !asks.is_empty() {
@@ -326,7 +346,7 @@ pub fn validate_run(
         agent: args.agent,
         sandbox: args.sandbox.unwrap_or(SandboxSpec::None),
         sandbox_id: None,
-        workspace: args.workspace,
+        workspace,
         prompt,
         prompt_args: args.args,
         max_iterations: args.max_iterations.unwrap_or(1),
@@ -359,4 +379,34 @@ fn run_error_text(args: &std::collections::BTreeMap<String, String>, prompt: &Pr
 /// Every command name the server answers, for `initialize`.
 pub fn command_names() -> Vec<String> {
     protocol::COMMANDS.iter().map(|c| (*c).to_owned()).collect()
+}
+
+/// `slipway.workspaces`: every named workspace, with its mounts and which of
+/// them ask for a source branch at launch.
+pub fn workspaces() -> Answer {
+    let entries =
+        crate::workspace::list().map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        match crate::workspace::Workspace::load(&entry.path) {
+            Ok(ws) => {
+                let mounts: Vec<Value> = ws
+                    .mounts
+                    .iter()
+                    .map(|m| {
+                        json!({
+                            "src": m.src, "dst": m.dst, "readonly": m.readonly,
+                            "isolation": format!("{:?}", m.isolation).to_lowercase(),
+                            "source": m.policy,
+                        })
+                    })
+                    .collect();
+                out.push(json!({ "name": entry.name, "path": entry.path, "workdir": ws.effective_workdir(), "mounts": mounts }));
+            }
+            Err(e) => {
+                out.push(json!({ "name": entry.name, "path": entry.path, "error": e.to_string() }))
+            }
+        }
+    }
+    Ok(json!({ "workspaces": out }))
 }

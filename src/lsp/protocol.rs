@@ -17,7 +17,7 @@ use crate::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usage};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -27,6 +27,7 @@ pub const COMMANDS: [&str; 9] = [
     "slipway.cancel",
     "slipway.close",
     "slipway.status",
+    "slipway.workspaces",
 ];
 
 /// `{root}`.
@@ -111,9 +112,23 @@ pub struct RunArgs {
     pub hook_timeout_secs: Option<u64>,
     /// Hooks.
     pub hooks: Option<Hooks>,
-    /// Run on a workspace: `{name, workdir, mounts: [{src, dst, readonly, isolation, source}]}`.
+    /// Run on a workspace: its name (a file `slipway workspace create` wrote), or
+    /// an inline plan `{name, workdir, mounts: [{src, dst, readonly, isolation, source}]}`.
     /// `ask` mounts answer `sourceBranchRequired` with `data.mounts` listing each, in order.
-    pub workspace: Option<crate::run::workspace::WorkspacePlan>,
+    pub workspace: Option<WorkspaceArg>,
+    /// Per-mount answers to `ask`, by `dst`: `{"/work/a": {"policy": "named", "ref": "main"}}`.
+    #[serde(default)]
+    pub sources: BTreeMap<String, SourcePolicy>,
+}
+
+/// A workspace named, or given inline.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum WorkspaceArg {
+    /// The name of a workspace file.
+    Name(String),
+    /// A plan given in full.
+    Plan(crate::run::workspace::WorkspacePlan),
 }
 
 /// `slipway.cancel`.

@@ -227,6 +227,7 @@ impl LanguageServer for SlipwayServer {
             "slipway.run" => self.start_run(parse_args(&command, &args)?, false).await,
             "slipway.handoff" => self.start_run(parse_args(&command, &args)?, true).await,
             "slipway.cancel" => self.cancel(parse_args(&command, &args)?).await,
+            "slipway.workspaces" => blocking(commands::workspaces).await,
             "slipway.status" => {
                 let a: StatusArgs = parse_args(&command, &args)?;
                 let mut answer = self.state.status_for(&a.path).await;
