@@ -689,3 +689,69 @@ fn worktree_from_a_remote_tracking_ref_starts_at_the_remote_commit() {
     assert_eq!(env.rev(host, "refs/heads/feature/x"), c.local_fx);
     assert_eq!(env.rev(host, "refs/remotes/origin/feature/x"), c.remote_fx);
 }
+
+/// Runs `slipway ARGS` on a pseudo-terminal (util-linux `script`), typing `input`.
+fn slipway_on_a_terminal(
+    env: &TestEnv,
+    dir: &Path,
+    args: &str,
+    input: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    let command = format!("{} {args}", env!("CARGO_BIN_EXE_slipway"));
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &command, "/dev/null"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env.envs() {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("script (util-linux) runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("type the answer");
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn ask_prompts_on_a_terminal_and_fails_without_one() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    env.commit_file(&repo, "x.txt", "x\n", "second");
+    env.git(&repo, &["branch", "picked", "HEAD~1"]);
+    let out = slipway_on_a_terminal(&env, &repo, "resolve --source ask", "2\n");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("1) main") && text.contains("2) picked"),
+        "the choices are shown: {text}"
+    );
+    assert!(
+        text.contains(&env.rev(&repo, "picked")),
+        "the answer picks the branch: {text}"
+    );
+
+    let out = slipway_on_a_terminal(
+        &env,
+        &repo,
+        "worktree create --branch from-ask --source ask",
+        "picked\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(env.rev(&repo, "from-ask"), env.rev(&repo, "picked"));
+
+    let (_, err) = env.slipway_fail(&repo, &["resolve", "--source", "ask"]);
+    assert_eq!(
+        err["kind"], "sourceBranchRequired",
+        "no terminal: the typed error with the choices"
+    );
+}

@@ -2,6 +2,7 @@
 //! errors into text for people or JSON for machines.
 
 mod args;
+mod ask;
 mod demo;
 mod error;
 mod logs;
@@ -104,7 +105,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Resolve(args) => {
             let host = open(&cli.repo)?;
-            let policy = source_policy(&args, SourcePolicy::HostHead)?;
+            let policy =
+                ask::resolve_ask(source_policy(&args, SourcePolicy::HostHead)?, host.root())?;
             let resolved = policy::resolve(host.git(), &policy)?;
             if cli.json {
                 print_json(&resolved);
@@ -124,7 +126,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             };
             let request = CreateRequest {
                 target,
-                source: source_policy(&args.source, SourcePolicy::HostHead)?,
+                source: ask::resolve_ask(
+                    source_policy(&args.source, SourcePolicy::HostHead)?,
+                    host.root(),
+                )?,
                 copy: args.copy,
             };
             let created = worktree::create(&host, &request)?;
@@ -157,7 +162,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Run(args) => {
             let plan = match &args.workspace {
-                Some(name) => Some(workspace::plan_for_run(name)?),
+                Some(name) => {
+                    let mut plan = workspace::plan_for_run(name)?;
+                    ask::resolve_workspace(&mut plan)?;
+                    Some(plan)
+                }
                 None => None,
             };
             // A workspace run keeps its records in the repository of the mount
@@ -186,8 +195,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 }
                 None => run_request(*args)?,
             };
+            let source = ask::resolve_ask(request.source.clone(), host.root())?;
             let request = RunRequest {
                 workspace: plan.or(request.workspace),
+                source,
                 ..request
             };
             run_cli(&host, request, cli.json)

@@ -1,0 +1,78 @@
+//! The `ask` policy on a terminal: the CLI shows the branches and reads a
+//! choice. Without a terminal the run stops with `sourceBranchRequired`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use slipway::git::policy::{SourcePolicy, branch_choices};
+use slipway::run::workspace::{Isolation, WorkspacePlan};
+
+use super::CliError;
+
+/// Whether a person can answer.
+pub fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Shows `choices` for `what` on stderr and reads a number (or a name) from stdin.
+pub fn choose(what: &str, choices: &[String]) -> Result<SourcePolicy, CliError> {
+    if choices.is_empty() {
+        return Err(CliError::new(
+            "sourceBranchRequired",
+            format!("{what}: there are no branches to choose from"),
+        ));
+    }
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "Source branch for {what}:");
+    for (i, c) in choices.iter().enumerate() {
+        let _ = writeln!(err, "  {:>2}) {c}", i + 1);
+    }
+    let stdin = std::io::stdin();
+    loop {
+        let _ = write!(err, "choose 1-{} (or type a branch): ", choices.len());
+        let _ = err.flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            return Err(CliError::new(
+                "sourceBranchRequired",
+                format!("no source branch chosen for {what}"),
+            ));
+        }
+        let answer = line.trim();
+        let picked = match answer.parse::<usize>() {
+            Ok(n) if (1..=choices.len()).contains(&n) => Some(choices[n - 1].clone()),
+            _ if choices.iter().any(|c| c == answer) => Some(answer.to_owned()),
+            _ => None,
+        };
+        if let Some(reference) = picked {
+            return Ok(SourcePolicy::Named { reference });
+        }
+        let _ = writeln!(err, "'{answer}' is not one of the choices");
+    }
+}
+
+/// Replaces an `ask` policy by the user's choice when a person is there.
+pub fn resolve_ask(policy: SourcePolicy, repo: &Path) -> Result<SourcePolicy, CliError> {
+    if policy != SourcePolicy::Ask || !interactive() {
+        return Ok(policy);
+    }
+    let repo = git2::Repository::discover(repo)?;
+    choose("the new worktree", &branch_choices(&repo)?)
+}
+
+/// Answers every `ask` mount of a workspace, in mount order, when a person is there.
+pub fn resolve_workspace(plan: &mut WorkspacePlan) -> Result<(), CliError> {
+    if !interactive() {
+        return Ok(());
+    }
+    for mount in &mut plan.mounts {
+        if mount.isolation != Isolation::Shared && mount.source == SourcePolicy::Ask {
+            let repo = git2::Repository::open(&mount.src)?;
+            mount.source = choose(
+                &format!("the mount {}", mount.dst.display()),
+                &branch_choices(&repo)?,
+            )?;
+        }
+    }
+    Ok(())
+}
