@@ -358,3 +358,59 @@ fn the_cli_creates_a_workspace_file_and_runs_on_it_in_docker() {
     let removed = f.env.slipway(f.env.path(), &["workspace", "rm", "pair"]);
     assert!(removed.status.success());
 }
+
+#[test]
+fn a_workspace_s_run_defaults_apply_and_the_command_line_wins() {
+    require_engine();
+    let f = fixture();
+    let a = f.a.to_str().expect("utf8");
+    f.env.slipway_json(
+        f.env.path(),
+        &[
+            "workspace",
+            "create",
+            "defaults",
+            "--workdir",
+            "/work/a",
+            "--mount",
+            &format!("{a}:/work/a"),
+            "--mount-isolation",
+            "/work/a=worktree",
+            "--sandbox",
+            "docker",
+            "--image",
+            IMAGE,
+        ],
+    );
+    // The test image carries a stand-in `claude`; the host does not.
+    let probe =
+        "if [ -x /usr/local/bin/claude ]; then echo WHERE=container; else echo WHERE=host; fi";
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--json",
+            "run",
+            "--workspace",
+            "defaults",
+            "--network",
+            "none",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", probe]);
+        let out = f.env.slipway(f.env.path(), &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        std::fs::read_to_string(s(&result, "logFile")).expect("log")
+    };
+    assert!(
+        run(&[]).contains("WHERE=container"),
+        "the workspace's sandbox and image apply"
+    );
+    assert!(
+        run(&["--sandbox", "none"]).contains("WHERE=host"),
+        "the command line wins"
+    );
+}

@@ -147,8 +147,9 @@ pub struct RunArgs {
     #[arg(long = "copy", value_name = "GLOB")]
     pub copy: Vec<String>,
     /// Where the agent runs.
-    #[arg(long, value_enum, default_value = "none")]
-    pub sandbox: SandboxArg,
+    /// (Default: none, or the workspace's.)
+    #[arg(long, value_enum)]
+    pub sandbox: Option<SandboxArg>,
     /// The container image (docker sandboxes); it must be on the engine already.
     #[arg(long)]
     pub image: Option<String>,
@@ -165,8 +166,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "SANDBOX_ID", conflicts_with_all = ["worktree", "image"])]
     pub in_sandbox: Option<String>,
     /// The agent.
-    #[arg(long, value_enum, default_value = "command")]
-    pub agent: AgentArg,
+    /// (Default: command, or the workspace's.)
+    #[arg(long, value_enum)]
+    pub agent: Option<AgentArg>,
     /// The agent's model.
     #[arg(long)]
     pub model: Option<String>,

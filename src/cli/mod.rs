@@ -169,6 +169,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 }
                 None => None,
             };
+            let mut args = args;
+            if let Some(name) = args.workspace.clone() {
+                apply_workspace_defaults(&mut args, &name)?;
+            }
             // A workspace run keeps its records in the repository of the mount
             // covering the workdir (else the first isolated mount's).
             let repo_path = match (&cli.repo, &plan) {
@@ -278,7 +282,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
             "the head strategy runs in the host checkout: --source and --copy do not apply",
         ));
     }
-    let sandbox = match (args.sandbox, args.image.clone()) {
+    let sandbox = match (args.sandbox.unwrap_or(SandboxArg::None), args.image.clone()) {
         (SandboxArg::None, None) => SandboxSpec::None,
         (SandboxArg::None, Some(_)) => {
             return Err(CliError::new(
@@ -307,7 +311,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
             ));
         }
     };
-    let agent = match args.agent {
+    let agent = match args.agent.unwrap_or(AgentArg::Command) {
         AgentArg::Command => {
             if args.model.is_some() || args.effort.is_some() || args.resume.is_some() {
                 return Err(CliError::new(
@@ -603,4 +607,39 @@ fn sandbox_command(
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Fills what the command line left unset from the workspace's run defaults
+/// (the command line wins).
+fn apply_workspace_defaults(args: &mut RunArgs, name: &str) -> Result<(), CliError> {
+    use slipway::workspace::{SandboxKind, Workspace};
+    let ws = Workspace::load_named(name).map_err(|e| CliError::new(e.kind(), e.to_string()))?;
+    let defaults = &ws.defaults;
+    if args.sandbox.is_none() {
+        args.sandbox = defaults.sandbox.map(|kind| match kind {
+            SandboxKind::None => SandboxArg::None,
+            SandboxKind::Docker => SandboxArg::Docker,
+            SandboxKind::DockerIsolated => SandboxArg::DockerIsolated,
+        });
+    }
+    if args.image.is_none() && args.sandbox.is_some_and(|s| s != SandboxArg::None) {
+        args.image = defaults.image.clone();
+    }
+    if args.agent.is_none()
+        && let Some(agent) = &defaults.agent
+    {
+        args.agent = Some(AgentArg::from_str(agent, true).map_err(|_| {
+            CliError::new(
+                "invalidParams",
+                format!("workspace {name}: unknown agent '{agent}'"),
+            )
+        })?);
+    }
+    if args.on_worktree_ready.is_empty() {
+        args.on_worktree_ready = defaults.hooks.host_on_worktree_ready.clone();
+    }
+    if args.on_sandbox_ready.is_empty() {
+        args.on_sandbox_ready = defaults.hooks.sandbox_on_sandbox_ready.clone();
+    }
+    Ok(())
 }
