@@ -19,7 +19,19 @@ end, {
   end,
 })
 
-for _, sub in ipairs({ 'new', 'branch', 'open', 'agent', 'handoff', 'run', 'list', 'close', 'cancel', 'problems' }) do
+for _, sub in ipairs({
+  'new',
+  'branch',
+  'open',
+  'agent',
+  'handoff',
+  'run',
+  'workspace',
+  'list',
+  'close',
+  'cancel',
+  'problems',
+}) do
   vim.keymap.set('n', '<Plug>(slipway-' .. sub .. ')', function()
     require('slipway.commands').run(sub)
   end, { desc = 'slipway: ' .. sub })

@@ -20,6 +20,7 @@ local M = {}
 ---@field how? slipway.OpenHow
 ---@field open? string `false`: `new` does not open the worktree
 ---@field run? string a run id (`cancel`)
+---@field workspace? string a workspace name (`workspace`)
 ---@field on_done? fun(ok: boolean, result: any) called when the flow ends
 
 local function fire(pattern, data)
@@ -346,6 +347,159 @@ function flows.run(args)
   return started
 end
 
+---@class slipway.WorkspaceMount
+---@field src string
+---@field dst string
+---@field readonly? boolean
+---@field isolation? string `shared`, `worktree` or `clone`
+---@field source? table
+
+---@class slipway.Workspace
+---@field name string
+---@field path? string
+---@field workdir? string
+---@field mounts? slipway.WorkspaceMount[]
+---@field error? string why the file could not be read
+
+--- Runs the slipway CLI inside a flow and decodes its `--json` answer (used
+--- outside a repository, where there is no sidecar to ask).
+---@param argv string[] the arguments after the binary
+---@return table
+local function cli_json(argv)
+  local cmd = { config.cmd()[1] }
+  vim.list_extend(cmd, argv)
+  local res = async.await(function(cb)
+    local ok, err = pcall(vim.system, cmd, { text = true }, vim.schedule_wrap(cb))
+    if not ok then
+      cb({ code = -1, stdout = '', stderr = tostring(err) })
+    end
+  end)
+  local ok, decoded = pcall(vim.json.decode, res.stdout or '', { luanil = { object = true, array = true } })
+  if res.code ~= 0 or not ok or type(decoded) ~= 'table' then
+    async.fail(('%s failed: %s'):format(table.concat(cmd, ' '), vim.trim(res.stderr or '')))
+  end
+  return decoded
+end
+
+--- Every workspace: from the sidecar of `root`, else (outside a repository) from the CLI.
+---@param root string?
+---@return slipway.Workspace[]
+local function list_workspaces(root)
+  if root then
+    return lsp.must(root, 'slipway.workspaces', {}).workspaces or {}
+  end
+  return cli_json({ 'workspace', 'list', '--json' }).workspaces or {}
+end
+
+--- The host folder of the mount the workspace's workdir is in (the deepest `dst` covering it).
+---@param ws slipway.Workspace
+---@return string?
+local function workdir_src(ws)
+  local best, depth = nil, -1
+  for _, m in ipairs(ws.mounts or {}) do
+    local dst = m.dst
+    if ws.workdir and (ws.workdir == dst or vim.startswith(ws.workdir, dst:gsub('/$', '') .. '/')) then
+      if #dst > depth then
+        best, depth = m.src, #dst
+      end
+    end
+  end
+  if not best and ws.mounts and ws.mounts[1] then
+    best = ws.mounts[1].src
+  end
+  return best
+end
+
+--- `workspace`: an unattended run on a workspace; one branch picker per `ask` mount, in order.
+function flows.workspace(args)
+  local here = util.repo_root()
+  local listed = list_workspaces(here)
+  local usable, broken = {}, {}
+  for _, ws in ipairs(listed) do
+    if ws.error and ws.error ~= vim.NIL then
+      broken[#broken + 1] = ('%s: %s'):format(ws.name, ws.error)
+    else
+      usable[#usable + 1] = ws
+    end
+  end
+  if #broken > 0 then
+    util.notify('unreadable workspaces:\n' .. table.concat(broken, '\n'), vim.log.levels.WARN)
+  end
+  local ws
+  if args.workspace then
+    for _, w in ipairs(usable) do
+      if w.name == args.workspace then
+        ws = w
+      end
+    end
+    if not ws then
+      async.fail('no workspace named ' .. args.workspace .. ' (slipway workspace list)')
+    end
+  else
+    if #usable == 0 then
+      async.fail('no workspaces (create one with: slipway workspace create NAME --mount SRC:DST …)')
+    end
+    ws = async.select(usable, {
+      prompt = 'slipway: workspace',
+      kind = 'slipway.workspace',
+      format_item = function(w)
+        local mounts = type(w.mounts) == 'table' and #w.mounts or w.mounts
+        return ('%s  %s mount%s  workdir %s'):format(
+          w.name,
+          tostring(mounts or 0),
+          mounts == 1 and '' or 's',
+          tostring(w.workdir or '?')
+        )
+      end,
+    })
+  end
+  if type(ws.mounts) ~= 'table' then
+    -- The CLI's list gives only a count; `show` gives the mounts.
+    ws = cli_json({ 'workspace', 'show', ws.name, '--json' })
+    ws.workdir = ws.effectiveWorkdir or ws.workdir
+  end
+  local root = here or (workdir_src(ws) and util.repo_root(workdir_src(ws)))
+  if not root then
+    async.fail('no repository to run from: open a file of a repository, or give the workspace a workdir mount')
+  end
+  local agent = need_agent()
+  local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
+  local request = {
+    root = root,
+    workspace = ws.name,
+    agent = agent,
+    sandbox = config.get().sandbox,
+    prompt = prompt,
+  }
+  local started, err = lsp.call(root, 'slipway.run', request)
+  if err and type(err.data) == 'table' and err.data.kind == 'sourceBranchRequired' then
+    local mounts = err.data.mounts
+    if type(mounts) ~= 'table' or #mounts == 0 then
+      async.fail(err.message)
+    end
+    local sources = vim.empty_dict()
+    for _, m in ipairs(mounts) do
+      local choices = type(m.choices) == 'table' and m.choices or {}
+      if #choices == 0 then
+        async.fail(('no branch to start %s from (%s)'):format(m.dst, err.message))
+      end
+      local ref = async.select(choices, {
+        prompt = ('slipway: start %s from'):format(m.dst),
+        kind = 'slipway.mount_branch',
+      })
+      sources[m.dst] = { policy = 'named', ref = ref }
+    end
+    request.sources = sources
+    started, err = lsp.call(root, 'slipway.run', request)
+  end
+  if err then
+    async.fail(err.message)
+  end
+  util.notify(('run %s started on workspace %s; it goes on if you close the editor'):format(started.runId, ws.name))
+  fire('SlipwayRunStarted', { runId = started.runId, workspace = ws.name, root = root })
+  return started
+end
+
 --- `list`: every slipway worktree of the repository.
 function flows.list(_)
   local root = need_root()
@@ -481,7 +635,8 @@ function flows.problems(_)
 end
 
 --- Every subcommand, in the order completion offers them.
-M.subcommands = { 'new', 'branch', 'open', 'agent', 'handoff', 'run', 'list', 'close', 'cancel', 'problems' }
+M.subcommands =
+  { 'new', 'branch', 'open', 'agent', 'handoff', 'run', 'workspace', 'list', 'close', 'cancel', 'problems' }
 
 --- The `key=` arguments each subcommand takes.
 M.keys = {
@@ -491,6 +646,7 @@ M.keys = {
   agent = { 'worktree=' },
   handoff = { 'worktree=', 'prompt=' },
   run = { 'strategy=', 'branch=', 'base=', 'source=', 'prompt=' },
+  workspace = { 'workspace=', 'prompt=' },
   list = {},
   close = { 'worktree=' },
   cancel = { 'run=' },
@@ -534,6 +690,12 @@ function M.parse(name, words)
       args[k] = v
     elseif name == 'cancel' then
       args.run = word
+    elseif name == 'workspace' then
+      if args.workspace then
+        args.prompt = (args.prompt and (args.prompt .. ' ') or '') .. word
+      else
+        args.workspace = word
+      end
     elseif name == 'handoff' and args.worktree then
       args.prompt = (args.prompt and (args.prompt .. ' ') or '') .. word
     else
