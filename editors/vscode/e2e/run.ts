@@ -325,6 +325,31 @@ async function main(): Promise<void> {
     XDG_CACHE_HOME: path.join(run, 'xdg-cache'),
   };
 
+  // Run Agent on Workspace: repository wsa (a clone with origin/release) and wsb, in the
+  // workspace `duo` made with the CLI in code-server's XDG_CONFIG_HOME (the sidecar's).
+  const seed = path.join(fx.dir, 'seed');
+  fx.git(seed, 'switch', '-q', '-c', 'release', 'main');
+  fs.writeFileSync(path.join(seed, 'release.txt'), 'release\n');
+  fx.git(seed, 'add', '.');
+  fx.git(seed, 'commit', '-q', '-m', 'Release work');
+  fx.git(seed, 'push', '-q', fx.origin, 'release');
+  fx.git(seed, 'switch', '-q', 'main');
+  const wsa = path.join(fx.dir, 'wsa');
+  fx.git(fx.dir, 'clone', '-q', fx.origin, wsa);
+  const wsb = path.join(fx.dir, 'wsb');
+  fs.mkdirSync(wsb);
+  fx.git(wsb, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(wsb, 'b.txt'), 'b\n');
+  fx.git(wsb, 'add', '.');
+  fx.git(wsb, 'commit', '-q', '-m', 'b: initial');
+  execFileSync(
+    SLIPWAY_BIN,
+    ['workspace', 'create', 'duo', '--workdir', '/w/a', '--mount', `${wsa}:/w/a`, '--mount', `${wsb}:/w/b`,
+      '--mount-isolation', '/w/a=worktree', '--mount-isolation', '/w/b=clone',
+      '--mount-source-branch', '/w/a=ask', '--mount-source-branch', '/w/b=ask'],
+    { cwd: fx.dir, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+
   let server: CodeServer | undefined;
   let browser: Browser | undefined;
   const watchdog = setTimeout(() => {
@@ -510,6 +535,33 @@ async function main(): Promise<void> {
       assert(!fs.existsSync(worktreePath), 'the worktree is still on disk');
       assert(fx.git(fx.repo, 'log', '-1', '--format=%s', 'feature/search-ui') === 'agent: change 2', 'the branch lost its commits');
       await poll('status bar back to 0 worktrees', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
+    });
+
+    await check('Run Agent on Workspace: one branch picker per ask mount, in order, then the run', async () => {
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      await runCommand(page, 'slipway: Run Agent on Workspace');
+      const widget = page.locator(QUICK_INPUT);
+      const duo = widget.locator('.monaco-list-row', { hasText: 'duo' }).first();
+      await duo.waitFor({ state: 'visible', timeout: 20_000 });
+      await duo.click();
+      await answerInput(page, 'Prompt for the run on workspace duo', 'add two files');
+      const title = widget.locator('.quick-input-title');
+      await poll('picker for /w/a', async () => ((await title.innerText()).includes('Start /w/a from') ? true : undefined));
+      await shot(page, 'workspace-picker-a.png');
+      const release = widget.locator('.monaco-list-row', { hasText: 'origin/release' }).first();
+      await release.waitFor({ state: 'visible', timeout: 20_000 });
+      await release.click();
+      await poll('picker for /w/b', async () => ((await title.innerText()).includes('Start /w/b from') ? true : undefined));
+      const main = widget.locator('.monaco-list-row', { hasText: 'main' }).first();
+      await main.waitFor({ state: 'visible', timeout: 20_000 });
+      await main.click();
+      const done = toast(page, /slipway: run completed.*2 commits/);
+      await done.waitFor({ state: 'visible', timeout: 60_000 });
+      await shot(page, 'workspace-run-finished.png');
+      const release0 = fx.rev('origin/release', wsa);
+      const heads = fx.git(wsa, 'for-each-ref', '--format=%(refname:short)', 'refs/heads').split('\n');
+      const branch = heads.find((h) => h !== 'main' && fx.git(wsa, 'rev-parse', `${h}~2`) === release0);
+      assert(branch !== undefined, `no branch of wsa starts at origin/release: ${JSON.stringify(heads)}`);
     });
 
     await check('a missing binary shows an actionable error whose Open Settings fixes slipway.path', async () => {

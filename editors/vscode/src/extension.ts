@@ -9,22 +9,31 @@ import {
   branchItems,
   choiceItems,
   closePreservedView,
+  mountPickSpecs,
   runFinishedView,
   sandboxFromSettings,
   sourceFromSettings,
+  sourcesFromAnswers,
   statusView,
   type StatusView,
+  workspaceItems,
+  workspaceRoot,
   worktreeItems,
 } from './model';
 import {
   type Agent,
+  type BranchInfo,
   type InteractiveCommand,
+  type MountChoices,
+  type MountSources,
   type RunFinished,
   type Sandbox,
   type SlipwayApi,
   type SlipwayError,
   toSlipwayError,
+  withMountSourcePicks,
   withSourcePick,
+  type WorkspaceInfo,
   type WorktreeStatus,
   type WorktreeStrategy,
 } from './protocol';
@@ -65,6 +74,7 @@ class Extension implements vscode.Disposable {
       ['slipway.startAgentHere', (arg) => this.startAgentHere(arg)],
       ['slipway.handOff', (arg) => this.handOff(arg)],
       ['slipway.runInNewWorktree', (arg) => this.runInNewWorktree(arg)],
+      ['slipway.runOnWorkspace', (arg) => this.runOnWorkspace(arg)],
       ['slipway.closeWorktree', (arg) => this.closeWorktree(arg)],
       ['slipway.cancelRun', (arg) => this.cancelRun(arg)],
       ['slipway.listWorktrees', () => this.listWorktrees()],
@@ -236,6 +246,15 @@ class Extension implements vscode.Disposable {
     const api = this.api();
     const { branches } = await api.branches(root);
     const entries: BranchPickEntry[] = choices ? choiceItems(choices, branches) : branchItems(branches);
+    return this.showBranchPick(entries, title);
+  }
+
+  /** A QuickPick of branch entries; the picked ref, or undefined when dismissed. */
+  private showBranchPick(
+    entries: BranchPickEntry[],
+    title: string,
+    step?: { step: number; totalSteps: number; placeholder: string },
+  ): Promise<string | undefined> {
     type Item = vscode.QuickPickItem & { ref?: string };
     const items: Item[] = entries.map((e) =>
       e.type === 'separator'
@@ -244,9 +263,14 @@ class Extension implements vscode.Disposable {
     );
     const qp = vscode.window.createQuickPick<Item>();
     qp.title = title;
-    qp.placeholder = 'Type to filter branches';
+    qp.placeholder = step?.placeholder ?? 'Type to filter branches';
+    if (step && step.totalSteps > 1) {
+      qp.step = step.step;
+      qp.totalSteps = step.totalSteps;
+    }
     qp.matchOnDescription = true;
     qp.matchOnDetail = true;
+    qp.ignoreFocusOut = step !== undefined;
     qp.items = items;
     return new Promise<string | undefined>((resolve) => {
       let done = false;
@@ -266,6 +290,59 @@ class Extension implements vscode.Disposable {
       });
       qp.show();
     });
+  }
+
+  /**
+   * One branch picker per `ask` mount of a workspace run, in the sidecar's order, then
+   * the `sources` to send again. Undefined when a picker was dismissed.
+   */
+  private async pickMountSources(workspace: WorkspaceInfo, mounts: MountChoices[]): Promise<MountSources | undefined> {
+    const api = this.api();
+    const branches = new Map<string, BranchInfo[]>();
+    for (const m of mounts) {
+      const src = workspace.mounts?.find((x) => x.dst === m.dst)?.src;
+      if (src === undefined) {
+        continue;
+      }
+      try {
+        branches.set(m.dst, (await api.branches(src)).branches);
+      } catch {
+        // No details for this mount: the picker shows the plain choices.
+      }
+    }
+    const specs = mountPickSpecs(mounts, workspace.name, branches);
+    const answers: string[] = [];
+    for (const spec of specs) {
+      const ref = await this.showBranchPick(spec.items, spec.title, spec);
+      if (ref === undefined) {
+        return undefined;
+      }
+      answers.push(ref);
+    }
+    return sourcesFromAnswers(specs, answers);
+  }
+
+  private async pickWorkspace(): Promise<WorkspaceInfo> {
+    const { workspaces } = await this.api().workspaces();
+    if (workspaces.length === 0) {
+      void vscode.window.showInformationMessage(
+        'slipway: no workspaces yet. Create one with `slipway workspace create NAME --mount SRC:DST …`.',
+      );
+      throw new Cancelled();
+    }
+    const picked = await vscode.window.showQuickPick(workspaceItems(workspaces), {
+      title: 'Run the agent on workspace',
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    if (!picked) {
+      throw new Cancelled();
+    }
+    if (picked.workspace.error !== undefined) {
+      void vscode.window.showErrorMessage(`slipway: workspace ${picked.workspace.name} cannot be read: ${picked.workspace.error}`);
+      throw new Cancelled();
+    }
+    return picked.workspace;
   }
 
   private sourceFor(root: string) {
@@ -524,6 +601,44 @@ class Extension implements vscode.Disposable {
     if (started) {
       vscode.window.setStatusBarMessage(`slipway: run ${started.runId} started`, 5000);
     }
+  }
+
+  private async runOnWorkspace(arg: unknown): Promise<void> {
+    const workspace = typeof arg === 'string' ? await this.workspaceNamed(arg) : await this.pickWorkspace();
+    const root = workspaceRoot(workspace);
+    if (root === undefined) {
+      void vscode.window.showErrorMessage(`slipway: workspace ${workspace.name} has no mounts.`);
+      return;
+    }
+    const agent = this.agent();
+    const sandbox = this.sandbox();
+    const prompt = await this.prompt(`the run on workspace ${workspace.name}`);
+    const api = this.api();
+    const started = await withMountSourcePicks(
+      (sources) =>
+        api.run({
+          root,
+          workspace: workspace.name,
+          sources,
+          agent,
+          sandbox,
+          prompt,
+          maxIterations: this.config().get<number>('maxIterations', 1),
+        }),
+      (mounts) => this.pickMountSources(workspace, mounts),
+    );
+    if (started) {
+      vscode.window.setStatusBarMessage(`slipway: run ${started.runId} started on workspace ${workspace.name}`, 5000);
+    }
+  }
+
+  private async workspaceNamed(name: string): Promise<WorkspaceInfo> {
+    const found = (await this.api().workspaces()).workspaces.find((w) => w.name === name);
+    if (found === undefined) {
+      void vscode.window.showErrorMessage(`slipway: no workspace named ${name}.`);
+      throw new Cancelled();
+    }
+    return found;
   }
 
   private async closeWorktree(arg: unknown): Promise<void> {

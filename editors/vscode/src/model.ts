@@ -7,12 +7,15 @@ import type {
   AgentType,
   BranchInfo,
   ClosePreserved,
+  MountChoices,
+  MountSources,
   RepositoryStatus,
   RunFinished,
   Sandbox,
   Source,
   SourcePolicyName,
   StatusNotification,
+  WorkspaceInfo,
   WorktreeStatus,
 } from './protocol';
 
@@ -101,6 +104,110 @@ export function choiceItems(choices: string[], branches: BranchInfo[] | undefine
     ref: c,
     info: { name: c, kind: 'local', remote: null, commit: '', subject: '', time: 0, isHead: false, isDefault: false, upstream: null },
   }));
+}
+
+// ---------------------------------------------------------------------------
+// Workspaces
+
+export interface WorkspacePickEntry {
+  label: string;
+  description: string;
+  detail: string;
+  workspace: WorkspaceInfo;
+}
+
+function sourceLabel(source: Source): string {
+  return source.policy === 'named' ? source.ref : source.policy;
+}
+
+/** QuickPick entries for `slipway.workspaces`: name, mounts and workdir; a broken file says why. */
+export function workspaceItems(workspaces: WorkspaceInfo[]): WorkspacePickEntry[] {
+  return workspaces.map((w) => {
+    if (w.error !== undefined || w.mounts === undefined) {
+      return { label: `$(warning) ${w.name}`, description: 'cannot be read', detail: w.error ?? w.path, workspace: w };
+    }
+    const n = w.mounts.length;
+    const asks = w.mounts.filter((m) => m.source.policy === 'ask').length;
+    const parts = [`${n} mount${n === 1 ? '' : 's'}`];
+    if (asks > 0) {
+      parts.push(`${asks} ask${asks === 1 ? 's' : ''} for a branch`);
+    }
+    if (w.workdir) {
+      parts.push(`workdir ${w.workdir}`);
+    }
+    return {
+      label: `$(folder-library) ${w.name}`,
+      description: parts.join(' · '),
+      detail: w.mounts.map((m) => `${m.src} → ${m.dst} (${m.isolation}, ${sourceLabel(m.source)})`).join('  '),
+      workspace: w,
+    };
+  });
+}
+
+/** The `root` of a workspace run: the `src` of the mount covering the workdir, else of the first mount. */
+export function workspaceRoot(w: WorkspaceInfo): string | undefined {
+  const mounts = w.mounts ?? [];
+  const workdir = w.workdir;
+  const covering = workdir
+    ? mounts
+        .filter((m) => isInside(workdir, m.dst))
+        .sort((a, b) => b.dst.length - a.dst.length)[0]
+    : undefined;
+  return (covering ?? mounts[0])?.src;
+}
+
+/** One branch picker of a workspace run: which mount it answers, and what it shows. */
+export interface MountPickSpec {
+  dst: string;
+  title: string;
+  placeholder: string;
+  step: number;
+  totalSteps: number;
+  items: BranchPickEntry[];
+}
+
+/**
+ * The pickers for a `sourceBranchRequired` error's `data.mounts`: one per mount, in the
+ * sidecar's (mount) order, each titled with the mount's `dst` and offering its `choices`.
+ * `branches` (by `dst`) adds the tip details where known.
+ */
+export function mountPickSpecs(
+  mounts: MountChoices[],
+  workspace?: string,
+  branches?: ReadonlyMap<string, BranchInfo[]>,
+  now: number = Date.now() / 1000,
+): MountPickSpec[] {
+  return mounts.map((m, i) => ({
+    dst: m.dst,
+    title: `Start ${m.dst} from…${workspace ? ` (workspace ${workspace})` : ''}`,
+    placeholder: `Source branch for the mount ${m.dst}`,
+    step: i + 1,
+    totalSteps: mounts.length,
+    items: choiceItems(m.choices, branches?.get(m.dst), now),
+  }));
+}
+
+/**
+ * The `sources` of the second `slipway.run`: each picked ref as a `named` source under its
+ * mount's `dst`. Undefined when an answer is missing (a picker was dismissed) or names
+ * no picker.
+ */
+export function sourcesFromAnswers(
+  specs: readonly { dst: string }[],
+  answers: readonly (string | undefined)[],
+): MountSources | undefined {
+  if (answers.length !== specs.length) {
+    return undefined;
+  }
+  const sources: MountSources = {};
+  for (const [i, spec] of specs.entries()) {
+    const ref = answers[i];
+    if (ref === undefined || ref === '') {
+      return undefined;
+    }
+    sources[spec.dst] = { policy: 'named', ref };
+  }
+  return sources;
 }
 
 // ---------------------------------------------------------------------------

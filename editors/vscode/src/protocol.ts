@@ -6,7 +6,7 @@
 /** The protocol version this shim was written against (`experimental.slipwayProtocol`). */
 export const PROTOCOL_VERSION = 1;
 
-/** The nine commands of `executeCommandProvider.commands`. */
+/** The ten commands of `executeCommandProvider.commands`. */
 export const COMMANDS = [
   'slipway.branches',
   'slipway.resolveSource',
@@ -17,6 +17,7 @@ export const COMMANDS = [
   'slipway.cancel',
   'slipway.close',
   'slipway.status',
+  'slipway.workspaces',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -69,6 +70,30 @@ export interface CreateWorktreeArgs {
   agent?: Agent;
 }
 
+export type MountIsolation = 'shared' | 'worktree' | 'clone';
+
+/** A mount of an inline workspace plan (`workspace` of `slipway.run`). */
+export interface WorkspacePlanMount {
+  src: string;
+  dst: string;
+  readonly?: boolean;
+  isolation?: MountIsolation;
+  source?: Source;
+}
+
+/** An inline workspace plan, instead of the name of a workspace file. */
+export interface WorkspacePlan {
+  name: string;
+  workdir: string;
+  mounts: WorkspacePlanMount[];
+}
+
+/** `sources` of `slipway.run`: the answers to `ask` mounts, keyed by the mount's `dst`. */
+export type MountSources = Record<string, Source>;
+
+/** `slipway.workspaces` takes no fields. */
+export type WorkspacesArgs = Record<string, never>;
+
 export interface RunArgs {
   root: string;
   agent: Agent;
@@ -88,6 +113,10 @@ export interface RunArgs {
   completionGraceSecs?: number;
   hookTimeoutSecs?: number;
   hooks?: Hooks;
+  /** Run on a workspace: the name of a workspace file, or an inline plan. */
+  workspace?: string | WorkspacePlan;
+  /** Answers to the workspace's `ask` mounts, keyed by `dst`. */
+  sources?: MountSources;
 }
 
 export type HandoffArgs = RunArgs & { worktree: string };
@@ -165,6 +194,28 @@ export interface WorktreeStatus {
   runId: string | null;
   health: 'ok' | 'missing';
   baseCommit: string;
+}
+
+/** A mount of a named workspace, as `slipway.workspaces` lists it. */
+export interface WorkspaceMount {
+  src: string;
+  dst: string;
+  readonly: boolean;
+  isolation: MountIsolation;
+  source: Source;
+}
+
+/** A named workspace; one whose file cannot be read has `error` instead of `mounts`. */
+export interface WorkspaceInfo {
+  name: string;
+  path: string;
+  workdir?: string | null;
+  mounts?: WorkspaceMount[];
+  error?: string;
+}
+
+export interface WorkspacesResult {
+  workspaces: WorkspaceInfo[];
 }
 
 export interface ListResult {
@@ -270,10 +321,18 @@ export function runIdOfToken(token: string | number): string | undefined {
 // ---------------------------------------------------------------------------
 // Errors
 
+/** One `ask` mount of a workspace run's `sourceBranchRequired`: its `dst` and the branches to pick from. */
+export interface MountChoices {
+  dst: string;
+  choices: string[];
+}
+
 /** `data` of a slipway error answer (§7.1). Every field but `kind` is optional. */
 export interface ErrorData {
   kind: string;
   choices?: string[];
+  /** A workspace run's `ask` mounts, in mount order (`sourceBranchRequired`). */
+  mounts?: MountChoices[];
   worktreePath?: string | null;
   root?: string;
   branch?: string;
@@ -323,6 +382,13 @@ export function toSlipwayError(error: unknown): SlipwayError | undefined {
     if (Array.isArray(raw.choices)) {
       data.choices = raw.choices.filter((c): c is string => typeof c === 'string');
     }
+    if (Array.isArray(raw.mounts)) {
+      data.mounts = raw.mounts.filter(isRecord).flatMap((m) =>
+        typeof m.dst === 'string' && Array.isArray(m.choices)
+          ? [{ dst: m.dst, choices: m.choices.filter((c): c is string => typeof c === 'string') }]
+          : [],
+      );
+    }
     if (typeof raw.worktreePath === 'string' || raw.worktreePath === null) {
       data.worktreePath = raw.worktreePath;
     }
@@ -365,6 +431,7 @@ export const requests = {
   cancel: (args: CancelArgs) => request<CancelArgs, CancelResult>('slipway.cancel', args),
   close: (args: CloseArgs) => request<CloseArgs, CloseResult>('slipway.close', args),
   status: (args: StatusArgs) => request<StatusArgs, PathStatus>('slipway.status', args),
+  workspaces: (args: WorkspacesArgs = {}) => request<WorkspacesArgs, WorkspacesResult>('slipway.workspaces', args),
 };
 
 /** Whatever sends `workspace/executeCommand`: a LanguageClient or a raw jsonrpc connection. */
@@ -372,7 +439,7 @@ export interface CommandTransport {
   executeCommand(params: { command: string; arguments: unknown[] }): Promise<unknown>;
 }
 
-/** Typed access to the nine commands over a transport. Errors become `SlipwayError`. */
+/** Typed access to the ten commands over a transport. Errors become `SlipwayError`. */
 export class SlipwayApi {
   constructor(private readonly transport: CommandTransport) {}
 
@@ -412,6 +479,9 @@ export class SlipwayApi {
   status(path: string): Promise<PathStatus> {
     return this.send(requests.status({ path }));
   }
+  workspaces(): Promise<WorkspacesResult> {
+    return this.send(requests.workspaces({}));
+  }
 }
 
 /**
@@ -436,5 +506,31 @@ export async function withSourcePick<T>(
       return undefined;
     }
     return call({ policy: 'named', ref });
+  }
+}
+
+/**
+ * The `ask` flow of a workspace run (§5.5): send the run; when the answer is
+ * `sourceBranchRequired` with `data.mounts`, let the user answer every mount (in order),
+ * then send the run again with those answers as `sources`. `pickAll` answers undefined
+ * when the user dismissed a picker; then so does this.
+ */
+export async function withMountSourcePicks<T>(
+  call: (sources: MountSources | undefined) => Promise<T>,
+  pickAll: (mounts: MountChoices[], error: SlipwayError) => Promise<MountSources | undefined>,
+): Promise<T | undefined> {
+  try {
+    return await call(undefined);
+  } catch (error) {
+    const e = toSlipwayError(error);
+    const mounts = e?.data?.mounts;
+    if (e === undefined || e.kind !== 'sourceBranchRequired' || mounts === undefined || mounts.length === 0) {
+      throw error;
+    }
+    const sources = await pickAll(mounts, e);
+    if (sources === undefined) {
+      return undefined;
+    }
+    return call(sources);
   }
 }

@@ -27,7 +27,7 @@ describe('slipway lsp, driven through the extension request builders', () => {
     fx.cleanup();
   });
 
-  it('advertises the nine commands and protocol 1', () => {
+  it('advertises the ten commands and protocol 1', () => {
     assert.deepEqual([...(init.capabilities.executeCommandProvider?.commands ?? [])].sort(), [...COMMANDS].sort());
     assert.equal(init.capabilities.experimental?.slipwayProtocol, PROTOCOL_VERSION);
   });

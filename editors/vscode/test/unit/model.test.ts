@@ -7,12 +7,16 @@ import {
   branchItems,
   choiceItems,
   closePreservedView,
+  mountPickSpecs,
   relativeTime,
   resolveBinary,
   runFinishedView,
   sandboxFromSettings,
   sourceFromSettings,
+  sourcesFromAnswers,
   statusView,
+  workspaceItems,
+  workspaceRoot,
   worktreeItems,
 } from '../../src/model';
 import {
@@ -25,7 +29,10 @@ import {
   SlipwayError,
   type StatusNotification,
   toSlipwayError,
+  withMountSourcePicks,
   withSourcePick,
+  type MountSources,
+  type WorkspaceInfo,
   type WorktreeStatus,
 } from '../../src/protocol';
 
@@ -368,6 +375,140 @@ describe('requests and errors', () => {
     await assert.rejects(
       withSourcePick(() => Promise.reject(new SlipwayError('busy', -32001, { kind: 'branchInUse' })), undefined, () => Promise.resolve('x')),
       (e: unknown) => e instanceof SlipwayError && e.kind === 'branchInUse',
+    );
+  });
+});
+
+describe('Run Agent on Workspace: one picker per ask mount', () => {
+  const DUO: WorkspaceInfo = {
+    name: 'duo',
+    path: '/h/.config/slipway/workspaces/duo.toml',
+    workdir: '/w/b/sub',
+    mounts: [
+      { src: '/src/a', dst: '/w/a', readonly: false, isolation: 'worktree', source: { policy: 'ask' } },
+      { src: '/src/b', dst: '/w/b', readonly: false, isolation: 'clone', source: { policy: 'ask' } },
+      { src: '/src/c', dst: '/w/c', readonly: true, isolation: 'shared', source: { policy: 'named', ref: 'main' } },
+    ],
+  };
+  const MOUNTS = [
+    { dst: '/w/a', choices: ['main', 'origin/release'] },
+    { dst: '/w/b', choices: ['main'] },
+  ];
+
+  it('builds the slipway.workspaces request with one empty object argument', () => {
+    assert.deepEqual(requests.workspaces(), { command: 'slipway.workspaces', arguments: [{}] });
+    const run = requests.run({
+      root: '/src/a',
+      agent: { type: 'command', command: ['true'] },
+      workspace: 'duo',
+      sources: { '/w/a': { policy: 'named', ref: 'main' } },
+    });
+    assert.deepEqual(run.arguments[0].sources, { '/w/a': { policy: 'named', ref: 'main' } });
+    assert.equal(run.arguments[0].workspace, 'duo');
+  });
+
+  it('makes one picker spec per mount, in order, titled with the dst, offering its choices', () => {
+    const specs = mountPickSpecs(MOUNTS, 'duo');
+    assert.deepEqual(
+      specs.map((s) => [s.dst, s.title, s.step, s.totalSteps]),
+      [
+        ['/w/a', 'Start /w/a from… (workspace duo)', 1, 2],
+        ['/w/b', 'Start /w/b from… (workspace duo)', 2, 2],
+      ],
+    );
+    assert.deepEqual(
+      specs[0].items.map((i) => (i.type === 'branch' ? i.ref : `-- ${i.label}`)),
+      ['main', 'origin/release'],
+    );
+    assert.match(specs[1].placeholder, /\/w\/b/);
+    assert.deepEqual(mountPickSpecs([], 'duo'), []);
+  });
+
+  it('decorates a mount picker with its repository branches when known', () => {
+    const known = new Map([['/w/a', [branch('main', 'local', { isHead: true }), branch('origin/release', 'remote')]]]);
+    const specs = mountPickSpecs(MOUNTS, undefined, known, NOW);
+    assert.equal(specs[0].title, 'Start /w/a from…');
+    assert.deepEqual(
+      specs[0].items.map((i) => (i.type === 'branch' ? i.label : `-- ${i.label}`)),
+      ['-- Local', '$(git-branch) main', '-- Remote', '$(cloud) origin/release'],
+    );
+    // No branches for /w/b: plain choices.
+    assert.deepEqual(specs[1].items.map((i) => i.label), ['main']);
+  });
+
+  it('assembles the sources map from the answers, keyed by dst', () => {
+    const specs = mountPickSpecs(MOUNTS, 'duo');
+    assert.deepEqual(sourcesFromAnswers(specs, ['origin/release', 'main']), {
+      '/w/a': { policy: 'named', ref: 'origin/release' },
+      '/w/b': { policy: 'named', ref: 'main' },
+    });
+    assert.equal(sourcesFromAnswers(specs, ['origin/release']), undefined);
+    assert.equal(sourcesFromAnswers(specs, ['origin/release', undefined]), undefined);
+    assert.equal(sourcesFromAnswers(specs, ['', 'main']), undefined);
+    assert.deepEqual(sourcesFromAnswers([], []), {});
+  });
+
+  it('renders workspace picker items and finds the run root from the workdir', () => {
+    const broken: WorkspaceInfo = { name: 'bad', path: '/h/bad.toml', error: 'missing field mounts' };
+    const items = workspaceItems([DUO, broken]);
+    assert.equal(items[0].label, '$(folder-library) duo');
+    assert.equal(items[0].description, '3 mounts · 2 ask for a branch · workdir /w/b/sub');
+    assert.match(items[0].detail, /\/src\/a → \/w\/a \(worktree, ask\)/);
+    assert.match(items[0].detail, /\/src\/c → \/w\/c \(shared, main\)/);
+    assert.equal(items[1].description, 'cannot be read');
+    assert.equal(items[1].detail, 'missing field mounts');
+    assert.equal(workspaceRoot(DUO), '/src/b');
+    assert.equal(workspaceRoot({ ...DUO, workdir: '/elsewhere' }), '/src/a');
+    assert.equal(workspaceRoot({ ...DUO, workdir: null }), '/src/a');
+    assert.equal(workspaceRoot(broken), undefined);
+  });
+
+  it('reads data.mounts of sourceBranchRequired, in order', () => {
+    const e = toSlipwayError({
+      code: -32001,
+      message: 'pick',
+      data: { kind: 'sourceBranchRequired', choices: ['main'], mounts: [{ dst: '/w/a', choices: ['main', 7] }, { dst: 3 }, { dst: '/w/b', choices: [] }] },
+    });
+    assert.deepEqual(e?.data?.mounts, [
+      { dst: '/w/a', choices: ['main'] },
+      { dst: '/w/b', choices: [] },
+    ]);
+  });
+
+  it('sends the run again with every answer in sources, and gives up when a picker is dismissed', async () => {
+    const sent: unknown[] = [];
+    const api = new SlipwayApi({
+      executeCommand: (params) => {
+        const arg = params.arguments[0] as { sources?: Record<string, unknown> };
+        sent.push(arg.sources);
+        if (arg.sources === undefined) {
+          return Promise.reject({ code: -32001, message: 'pick', data: { kind: 'sourceBranchRequired', choices: ['main'], mounts: MOUNTS } });
+        }
+        return Promise.resolve({ runId: 'run-2-b' });
+      },
+    });
+    const run = (sources: MountSources | undefined) =>
+      api.run({ root: '/src/a', agent: { type: 'command', command: ['true'] }, workspace: 'duo', sources });
+    const seen: string[] = [];
+    const answer = await withMountSourcePicks(run, (mounts) => {
+      const specs = mountPickSpecs(mounts, 'duo');
+      seen.push(...specs.map((s) => s.title));
+      return Promise.resolve(sourcesFromAnswers(specs, ['origin/release', 'main']));
+    });
+    assert.deepEqual(answer, { runId: 'run-2-b' });
+    assert.deepEqual(seen, ['Start /w/a from… (workspace duo)', 'Start /w/b from… (workspace duo)']);
+    assert.deepEqual(sent, [
+      undefined,
+      { '/w/a': { policy: 'named', ref: 'origin/release' }, '/w/b': { policy: 'named', ref: 'main' } },
+    ]);
+    sent.length = 0;
+    assert.equal(await withMountSourcePicks(run, () => Promise.resolve(undefined)), undefined);
+    assert.deepEqual(sent, [undefined]);
+    await assert.rejects(
+      withMountSourcePicks(() => Promise.reject(new SlipwayError('pick', -32001, { kind: 'sourceBranchRequired', choices: ['main'] })), () =>
+        Promise.resolve({}),
+      ),
+      (e: unknown) => e instanceof SlipwayError && e.kind === 'sourceBranchRequired',
     );
   });
 });
