@@ -60,7 +60,7 @@ copy_slip=()
 copy_cp=()
 for ((r = 0; r < ROUNDS; r++)); do
   out=$("$SLIPWAY" --json worktree create --branch "bench/c$r" --copy node_modules)
-  wt=$(printf '%s' "$out" | sed -n 's/.*"path": "\([^"]*\)".*/\1/p' | head -1)
+  wt=$(printf "%s" "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"path\"])")
   rm -rf "$wt/node_modules"
   t0=$(now_ns)
   "$SLIPWAY" --json worktree close "bench/c$r" > /dev/null
@@ -116,7 +116,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 S_BR=$(median "${b_slip[@]}")
 G_BR=$(median "${b_git[@]}")
-LISTED=$(grep -c '"name"' "$WORK/slip.json")
+LISTED=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))[\"branches\"]))" "$WORK/slip.json")
 GIT_LISTED=$(wc -l < "$WORK/git.txt")
 
 echo

@@ -56,10 +56,15 @@ fn print_json<T: Serialize>(value: &T) {
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush());
+    // Indented for a person at a terminal, compact for programs.
+    let written = if std::io::stdout().is_terminal() {
+        serde_json::to_writer_pretty(&mut out, value)
+    } else {
+        serde_json::to_writer(&mut out, value)
+    }
+    .map_err(std::io::Error::from)
+    .and_then(|()| writeln!(out))
+    .and_then(|()| out.flush());
     match written {
         // A reader that stopped early (`| head`) is not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
