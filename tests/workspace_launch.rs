@@ -414,3 +414,78 @@ fn a_workspace_s_run_defaults_apply_and_the_command_line_wins() {
         "the command line wins"
     );
 }
+
+#[test]
+fn a_workspace_s_copy_to_worktree_reaches_every_isolated_checkout() {
+    let f = fixture();
+    let a = f.a.to_str().expect("utf8");
+    let b = f.b.to_str().expect("utf8");
+    f.env.slipway_json(
+        f.env.path(),
+        &[
+            "workspace",
+            "create",
+            "copying",
+            "--workdir",
+            "/work/a",
+            "--mount",
+            &format!("{a}:/work/a"),
+            "--mount",
+            &format!("{b}:/work/b"),
+            "--mount-isolation",
+            "/work/a=worktree",
+            "--mount-isolation",
+            "/work/b=clone",
+        ],
+    );
+    let file = f
+        .env
+        .path()
+        .join("home/.config/slipway/workspaces/copying.toml");
+    let text = std::fs::read_to_string(&file).expect("workspace file");
+    std::fs::write(&file, format!("copy_to_worktree = [\"local.env\"]\n{text}")).expect("edit");
+    std::fs::write(f.a.join("local.env"), "SECRET_A=1\n").expect("write");
+    std::fs::write(f.b.join("local.env"), "SECRET_B=1\n").expect("write");
+    // As such files are in real life, they are ignored (a: exclude; b: a committed .gitignore).
+    std::fs::write(f.a.join(".git/info/exclude"), "local.env\n").expect("exclude");
+    std::fs::write(f.b.join(".gitignore"), "local.env\n").expect("gitignore");
+    f.env.git(&f.b, &["add", ".gitignore"]);
+    f.env.git(&f.b, &["commit", "-q", "-m", "ignore local.env"]);
+    let script = format!(
+        "set -e; cat local.env; cat {}/.slipway/clones/*/local.env",
+        f.b.display()
+    );
+    let out = f.env.slipway(
+        f.env.path(),
+        &[
+            "--json",
+            "run",
+            "--workspace",
+            "copying",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(
+        log.contains("SECRET_A=1"),
+        "the worktree mount got the file:\n{log}"
+    );
+    assert!(
+        log.contains("SECRET_B=1"),
+        "the clone mount got the file:\n{log}"
+    );
+    let clones = f.b.join(".slipway/clones");
+    assert!(
+        !clones.exists() || std::fs::read_dir(&clones).expect("read").next().is_none(),
+        "a clean clone is removed after the run: {result}"
+    );
+}

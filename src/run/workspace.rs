@@ -56,6 +56,10 @@ pub struct WorkspacePlan {
     pub workdir: PathBuf,
     /// Mounts, in their fixed order.
     pub mounts: Vec<MountPlan>,
+    /// Host paths (globs, relative to each repository) copied into every
+    /// isolated checkout before the agent starts.
+    #[serde(default)]
+    pub copy: Vec<String>,
 }
 
 /// What a mount became for this run.
@@ -144,7 +148,7 @@ fn strip_credentials(url: &str) -> String {
 pub fn materialise(plan: &WorkspacePlan, run_id: &str) -> Result<Vec<Materialised>, RunError> {
     let mut done: Vec<Materialised> = Vec::new();
     for (index, mount) in plan.mounts.iter().enumerate() {
-        match materialise_one(mount, index, run_id) {
+        match materialise_one(mount, index, run_id, &plan.copy) {
             Ok(m) => done.push(m),
             Err(e) => {
                 let _ = finish(done);
@@ -164,6 +168,7 @@ fn materialise_one(
     mount: &MountPlan,
     index: usize,
     run_id: &str,
+    copy: &[String],
 ) -> Result<Materialised, RunError> {
     let shared = |m: &MountPlan| Materialised {
         plan: m.clone(),
@@ -198,7 +203,7 @@ fn materialise_one(
                         base: None,
                     },
                     source: mount.source.clone(),
-                    copy: Vec::new(),
+                    copy: copy.to_vec(),
                 },
                 &lock,
             )?;
@@ -243,6 +248,8 @@ fn materialise_one(
             let mut checkout = git2::build::CheckoutBuilder::new();
             checkout.force();
             clone.checkout_head(Some(&mut checkout))?;
+            crate::worktree::copy::copy_into_worktree(host.git(), host.root(), &dir, copy)
+                .map_err(|e| RunError::Io(e.to_string()))?;
             // The clone's origin is the host's own upstream, without credentials.
             if let Ok(origin) = host.git().find_remote("origin")
                 && let Ok(url) = origin.url()

@@ -758,6 +758,7 @@ impl Workspace {
                     source: m.policy.clone(),
                 })
                 .collect(),
+            copy: self.defaults.copy_to_worktree.clone(),
         })
     }
 
