@@ -528,3 +528,38 @@ fn remote_of_a_remote_tracking_branch_follows_the_fetch_refspec() {
     );
     similar_asserts::assert_eq!(slipway_branches(&list), git_branches(&env, &clone));
 }
+
+#[test]
+fn loose_refs_win_over_packed_ones_and_symbolic_branches_still_list() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    env.git(&repo, &["branch", "moved"]);
+    env.git(&repo, &["pack-refs", "--all"]);
+    // Move the packed branch: git writes a loose ref that must win.
+    let newer = env.commit_file(&repo, "n.txt", "n\n", "newer");
+    env.git(&repo, &["update-ref", "refs/heads/moved", &newer]);
+    let listed = env.slipway_json(&repo, &["branches"]);
+    let moved = listed["branches"]
+        .as_array()
+        .expect("branches")
+        .iter()
+        .find(|b| b["name"] == "moved")
+        .expect("moved listed")
+        .clone();
+    assert_eq!(moved["commit"], newer.as_str());
+
+    // A symbolic branch ref (rare) is still listed, at its target's commit.
+    env.git(
+        &repo,
+        &["symbolic-ref", "refs/heads/alias", "refs/heads/main"],
+    );
+    let listed = env.slipway_json(&repo, &["branches"]);
+    let alias = listed["branches"]
+        .as_array()
+        .expect("branches")
+        .iter()
+        .find(|b| b["name"] == "alias")
+        .unwrap_or_else(|| panic!("alias listed: {listed}"))
+        .clone();
+    assert_eq!(alias["commit"], env.rev(&repo, "main").as_str());
+}

@@ -57,34 +57,42 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
         kind: BranchKind,
         oid: Oid,
     }
-    let mut found = Vec::new();
-    for reference in repo.references()? {
-        let reference = reference?;
-        let Some(full) = reference.name().ok() else {
-            continue;
-        };
-        let kind = if full.starts_with("refs/heads/") {
-            BranchKind::Local
-        } else if full.starts_with("refs/remotes/") && !full.ends_with("/HEAD") {
-            BranchKind::Remote
-        } else {
-            continue;
-        };
-        // Branches are almost always direct refs; resolving each one would
-        // look it up again in the ref store.
-        let oid = match reference.target() {
-            Some(oid) => oid,
-            None => match reference.resolve().ok().and_then(|r| r.target()) {
-                Some(oid) => oid,
-                None => continue,
-            },
-        };
-        found.push(Found {
-            full: full.to_owned(),
-            kind,
-            oid,
-        });
-    }
+    let found: Vec<Found> = match read_branch_refs(repo.commondir()) {
+        Some(refs) => refs
+            .into_iter()
+            .filter_map(|(full, oid)| {
+                let kind = branch_kind(&full)?;
+                Some(Found { full, kind, oid })
+            })
+            .collect(),
+        None => {
+            let mut found = Vec::new();
+            for reference in repo.references()? {
+                let reference = reference?;
+                let Some(full) = reference.name().ok() else {
+                    continue;
+                };
+                let Some(kind) = branch_kind(full) else {
+                    continue;
+                };
+                // Branches are almost always direct refs; resolving each one would
+                // look it up again in the ref store.
+                let oid = match reference.target() {
+                    Some(oid) => oid,
+                    None => match reference.resolve().ok().and_then(|r| r.target()) {
+                        Some(oid) => oid,
+                        None => continue,
+                    },
+                };
+                found.push(Found {
+                    full: full.to_owned(),
+                    kind,
+                    oid,
+                });
+            }
+            found
+        }
+    };
     let mut oids: Vec<Oid> = found.iter().map(|f| f.oid).collect();
     oids.sort_unstable();
     oids.dedup();
@@ -127,6 +135,79 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
     remote.sort_by(|a, b| a.name.cmp(&b.name));
     local.extend(remote);
     Ok(local)
+}
+
+/// Local or remote-tracking, for the refs a listing shows (`<remote>/HEAD` is not one).
+fn branch_kind(full: &str) -> Option<BranchKind> {
+    if full.starts_with("refs/heads/") {
+        Some(BranchKind::Local)
+    } else if full.starts_with("refs/remotes/") && !full.ends_with("/HEAD") {
+        Some(BranchKind::Remote)
+    } else {
+        None
+    }
+}
+
+/// Every `refs/heads/*` and `refs/remotes/*` ref with its commit, read straight
+/// from the ref files (loose refs win over `packed-refs`), which is much
+/// cheaper than libgit2's ref iterator on thousands of refs. `None` when the
+/// repository keeps refs in a way this does not read (reftable, a symbolic
+/// branch ref, anything unparsable): the caller then asks libgit2.
+fn read_branch_refs(common_dir: &std::path::Path) -> Option<Vec<(String, Oid)>> {
+    if common_dir.join("reftable").exists() {
+        return None;
+    }
+    let mut refs: std::collections::BTreeMap<String, Oid> = std::collections::BTreeMap::new();
+    match std::fs::read_to_string(common_dir.join("packed-refs")) {
+        Ok(text) => {
+            for line in text.lines() {
+                if line.starts_with('#') || line.starts_with('^') || line.is_empty() {
+                    continue;
+                }
+                let (sha, name) = line.split_once(' ')?;
+                if name.starts_with("refs/heads/") || name.starts_with("refs/remotes/") {
+                    refs.insert(name.to_owned(), Oid::from_str(sha).ok()?);
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => return None,
+    }
+    for top in ["refs/heads", "refs/remotes"] {
+        let mut stack = vec![common_dir.join(top)];
+        while let Some(dir) = stack.pop() {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(_) => return None,
+            };
+            for entry in entries {
+                let entry = entry.ok()?;
+                let path = entry.path();
+                let file_type = entry.file_type().ok()?;
+                if file_type.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let name = path.strip_prefix(common_dir).ok()?.to_str()?.to_owned();
+                if name.ends_with(".lock") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).ok()?;
+                let text = text.trim();
+                if let Some(target) = text.strip_prefix("ref: ") {
+                    // `origin/HEAD` is not listed; any other symbolic branch
+                    // ref is left to libgit2.
+                    if name.ends_with("/HEAD") && target.starts_with("refs/") {
+                        continue;
+                    }
+                    return None;
+                }
+                refs.insert(name, Oid::from_str(text).ok()?);
+            }
+        }
+    }
+    Some(refs.into_iter().collect())
 }
 
 /// Subject and committer time of each commit. Large sets are read on two
