@@ -186,13 +186,7 @@ fn plant_claude_session(home: &Path, cwd: &Path, id: &str) {
 
 #[test]
 fn resuming_in_docker_hands_the_session_file_into_the_container() {
-    let out = std::process::Command::new("docker")
-        .args(["image", "inspect", "slipway-test:latest"])
-        .output();
-    assert!(
-        out.is_ok_and(|o| o.status.success()),
-        "the Docker engine or the test image is missing: run `bash scripts/docker-setup.sh`"
-    );
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "chat"]);

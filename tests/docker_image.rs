@@ -5,20 +5,9 @@ mod common;
 
 use common::*;
 
-fn require_engine() {
-    let ok = std::process::Command::new("docker")
-        .args(["image", "inspect", "slipway-test:latest"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "the Docker engine or slipway-test:latest is missing: run `bash scripts/docker-setup.sh`"
-    );
-}
-
 #[test]
 fn builds_a_usable_agent_image_with_the_host_uid_and_gid() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let context = env.path().join("image");
     std::fs::create_dir_all(&context).expect("dir");
@@ -79,7 +68,7 @@ fn builds_a_usable_agent_image_with_the_host_uid_and_gid() {
 
 #[test]
 fn a_failing_build_says_why_and_a_missing_dockerfile_says_how_to_fix_it() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let context = env.path().join("image");
     std::fs::create_dir_all(&context).expect("dir");

@@ -9,17 +9,6 @@ use common::*;
 
 const IMAGE: &str = "slipway-test:latest";
 
-fn require_engine() {
-    let ok = std::process::Command::new("docker")
-        .args(["image", "inspect", IMAGE])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "the Docker engine or {IMAGE} is missing: run `bash scripts/docker-setup.sh`"
-    );
-}
-
 fn container_exists(id: &str) -> bool {
     std::process::Command::new("docker")
         .args(["inspect", id])
@@ -36,7 +25,7 @@ fn commit_script(name: &str) -> String {
 #[test]
 fn one_container_serves_several_runs_and_closing_it_keeps_the_worktree() {
     for kind in ["docker", "docker-isolated"] {
-        require_engine();
+        require_docker_image();
         let env = TestEnv::new();
         let repo = env.new_repo("repo");
         let branch = format!("long/{kind}");

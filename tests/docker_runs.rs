@@ -13,18 +13,6 @@ use common::*;
 
 const IMAGE: &str = "slipway-test:latest";
 
-fn require_engine() {
-    let out = Command::new("docker")
-        .args(["image", "inspect", IMAGE])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {}
-        _ => panic!(
-            "the Docker engine or the image {IMAGE} is missing: run `bash scripts/docker-setup.sh` (as root)"
-        ),
-    }
-}
-
 /// Containers labelled with this run's id, running or not.
 fn containers_of(run_id: &str) -> Vec<String> {
     let out = Command::new("docker")
@@ -81,7 +69,7 @@ fn rev_list(env: &TestEnv, repo: &Path, range: &str) -> Vec<String> {
 
 #[test]
 fn a_container_agent_commits_twice_under_each_strategy() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
 
@@ -134,7 +122,7 @@ fn a_container_agent_commits_twice_under_each_strategy() {
 
 #[test]
 fn files_the_agent_creates_belong_to_the_host_user() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let result = ok_json(&docker_run(
@@ -154,7 +142,7 @@ fn files_the_agent_creates_belong_to_the_host_user() {
 
 #[test]
 fn an_agent_that_plants_hooks_and_fsmonitor_runs_nothing_on_the_host() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let sentinel = env.path().join("sentinel");
@@ -199,7 +187,7 @@ fn an_agent_that_plants_hooks_and_fsmonitor_runs_nothing_on_the_host() {
 
 #[test]
 fn the_ref_guard_restores_refs_moved_inside_the_container() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let main_before = env.rev(&repo, "main");
@@ -224,7 +212,7 @@ fn the_ref_guard_restores_refs_moved_inside_the_container() {
 
 #[test]
 fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
 
@@ -308,7 +296,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
 
 #[test]
 fn sandbox_hooks_run_inside_the_container_and_host_hooks_on_the_host() {
-    require_engine();
+    require_docker_image();
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let host_marker = env.path().join("host-hook-ran");

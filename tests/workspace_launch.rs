@@ -13,17 +13,6 @@ use serde_json::json;
 
 const IMAGE: &str = "slipway-test:latest";
 
-fn require_engine() {
-    let ok = std::process::Command::new("docker")
-        .args(["image", "inspect", IMAGE])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "the Docker engine or {IMAGE} is missing: run `bash scripts/docker-setup.sh`"
-    );
-}
-
 /// HEAD, index, FETCH_HEAD and every working-tree file of a host checkout.
 fn fingerprint(repo: &Path) -> Vec<(String, Option<Vec<u8>>)> {
     let mut out = Vec::new();
@@ -147,7 +136,7 @@ fn run_request(f: &Fixture, req: &serde_json::Value) -> std::process::Output {
 
 #[test]
 fn a_two_repo_workspace_in_docker_checks_out_the_right_commits_and_brings_commits_back() {
-    require_engine();
+    require_docker_image();
     let f = fixture();
     let before_a = fingerprint(&f.a);
     let before_b = fingerprint(&f.b);
@@ -278,7 +267,7 @@ fn on_the_host_sandbox_the_agent_works_in_the_workdir_mounts_checkout() {
 
 #[test]
 fn the_cli_creates_a_workspace_file_and_runs_on_it_in_docker() {
-    require_engine();
+    require_docker_image();
     let f = fixture();
     let before_a = fingerprint(&f.a);
     let before_b = fingerprint(&f.b);
@@ -361,7 +350,7 @@ fn the_cli_creates_a_workspace_file_and_runs_on_it_in_docker() {
 
 #[test]
 fn a_workspace_s_run_defaults_apply_and_the_command_line_wins() {
-    require_engine();
+    require_docker_image();
     let f = fixture();
     let a = f.a.to_str().expect("utf8");
     f.env.slipway_json(

@@ -92,7 +92,7 @@ pub(crate) async fn docker_config(
     use crate::sandbox::docker;
     let scope = host.common_dir().display().to_string();
     let engine = docker::connect().await?;
-    let mut live: Vec<String> = RecordList::live_runs(&host.slipway_dir());
+    let mut live: Vec<String> = live_runs(&host.slipway_dir());
     live.extend(sandboxes::live_ids(&host.slipway_dir()));
     live.push(run_id.to_owned());
     if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
@@ -111,17 +111,13 @@ pub(crate) async fn docker_config(
     Ok(config)
 }
 
-/// Run records in the `running` state whose process is alive.
-pub(super) struct RecordList;
-
-impl RecordList {
-    fn live_runs(slipway_dir: &Path) -> Vec<String> {
-        RunRecord::load_all(slipway_dir)
-            .into_iter()
-            .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
-            .map(|r| r.run_id)
-            .collect()
-    }
+/// Ids of run records in the `running` state whose process is alive.
+fn live_runs(slipway_dir: &Path) -> Vec<String> {
+    RunRecord::load_all(slipway_dir)
+        .into_iter()
+        .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
+        .map(|r| r.run_id)
+        .collect()
 }
 
 /// Attaches to a long-lived sandbox; an isolated one gets what changed since

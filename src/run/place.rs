@@ -116,10 +116,6 @@ pub(super) fn finish_place(
     let mut record =
         WorktreeRecord::load(&slipway_dir, &record.id).unwrap_or_else(|| record.clone());
     record.run_pid = None;
-    let dirty = git2::Repository::open(&place.cwd)
-        .ok()
-        .and_then(|r| changed_paths(&r).ok())
-        .unwrap_or_default();
     let close_after = strategy == Some(WorktreeStrategy::MergeToHead) && !place.handle;
     if close_after {
         match worktree::close_locked(host, record.clone(), false, &place.lock) {
@@ -150,6 +146,11 @@ pub(super) fn finish_place(
                 .push(format!("could not close the worktree: {e}")),
         }
     }
+    // Closing (above) checks for changes itself; only a kept worktree needs it here.
+    let dirty = git2::Repository::open(&place.cwd)
+        .ok()
+        .and_then(|r| changed_paths(&r).ok())
+        .unwrap_or_default();
     record.state = if dirty.is_empty() {
         WorktreeState::Active
     } else {

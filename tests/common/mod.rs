@@ -216,6 +216,22 @@ impl Drop for TestEnv {
     }
 }
 
+/// The local test image `scripts/docker-setup.sh` builds.
+pub const TEST_IMAGE: &str = "slipway-test:latest";
+
+/// Fails (never skips) when the Docker engine or the test image is missing,
+/// saying how to get them.
+pub fn require_docker_image() {
+    let ok = Command::new("docker")
+        .args(["image", "inspect", TEST_IMAGE])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "the Docker engine or the image {TEST_IMAGE} is missing: run `bash scripts/docker-setup.sh` (as root)"
+    );
+}
+
 /// A string field of a JSON value.
 pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key]
