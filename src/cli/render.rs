@@ -84,6 +84,7 @@ pub fn worktrees(list: &[WorktreeStatus]) -> String {
         };
         let health = match w.health {
             Health::Ok => String::new(),
+            Health::Creating => "  (being created)".to_owned(),
             Health::Missing => "  ORPHAN: the worktree directory is gone; `slipway worktree close` clears the record".to_owned(),
         };
         let _ = writeln!(

@@ -307,7 +307,7 @@ pub fn create_locked(
         WorktreeTarget::MergeToHead => host.current_branch(),
         WorktreeTarget::Branch { .. } => Some(branch.clone()),
     };
-    let record = WorktreeRecord {
+    let mut record = WorktreeRecord {
         id: id.clone(),
         path: path.clone(),
         branch: branch.clone(),
@@ -324,6 +324,7 @@ pub fn create_locked(
         why: None,
         run_id: None,
         run_pid: None,
+        creating_pid: Some(std::process::id()),
         extra: existing.map(|r| r.extra).unwrap_or_default(),
     };
     // The record goes first: whatever happens next, the worktree is findable.
@@ -364,11 +365,12 @@ pub fn create_locked(
         rollback(created_branch);
         return Err(e.into());
     }
-    let copy = copy_into_worktree(repo, host.root(), &path, &request.copy).map_err(|source| {
-        CreateError::Copy {
-            source,
-            worktree_path: path.clone(),
-        }
+    let copied = copy_into_worktree(repo, host.root(), &path, &request.copy);
+    record.creating_pid = None;
+    record.save(&slipway_dir)?;
+    let copy = copied.map_err(|source| CreateError::Copy {
+        source,
+        worktree_path: path.clone(),
     })?;
     notes.extend(copy.warnings.iter().cloned());
     Ok(Created {
@@ -490,6 +492,7 @@ fn recovered_record(host: &HostRepo, id: &str, path: &Path, branch: &str) -> Wor
         why: Some("recovered: found without a record (an interrupted create)".to_owned()),
         run_id: None,
         run_pid: None,
+        creating_pid: None,
         extra: Default::default(),
     }
 }
@@ -502,6 +505,8 @@ pub enum Health {
     Ok,
     /// A record whose worktree directory is gone (orphan record).
     Missing,
+    /// Being created by a live process right now.
+    Creating,
 }
 
 /// One worktree as `list` shows it.
@@ -542,8 +547,9 @@ pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
     let repo = host.git();
     let mut out = Vec::new();
     for record in WorktreeRecord::load_all(&host.slipway_dir()) {
+        let creating = record.creating_pid.is_some_and(pid_alive);
         let present = record.path.is_dir() && repo.find_worktree(&record.id).is_ok();
-        let (changed, ahead) = if present {
+        let (changed, ahead) = if present && !creating {
             let wt = Repository::open(&record.path)?;
             let changed = changed_paths(&wt)?;
             let ahead = match (
@@ -573,7 +579,13 @@ pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
             state: record.state,
             why: record.why,
             run_id: record.run_id,
-            health: if present { Health::Ok } else { Health::Missing },
+            health: if creating {
+                Health::Creating
+            } else if present {
+                Health::Ok
+            } else {
+                Health::Missing
+            },
             base_commit: record.base_commit,
         });
     }

@@ -80,6 +80,10 @@ pub struct WorktreeRecord {
     pub run_id: Option<String>,
     /// The pid of the process running in it, while `running`.
     pub run_pid: Option<u32>,
+    /// The pid of the process creating it, until the worktree is complete; a
+    /// status read meanwhile reports it as being created, not as missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creating_pid: Option<u32>,
     /// Fields written by a newer slipway survive a rewrite.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
