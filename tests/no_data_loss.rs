@@ -323,3 +323,57 @@ fn a_failed_branch_run_keeps_worktree_and_commits() {
     assert!(path.join("b.txt").exists());
     assert_eq!(env.rev(&repo, "agent/fix"), commit_shas(&result)[0]);
 }
+
+#[test]
+fn merge_timeout_leaves_the_host_exactly_as_it_was_and_keeps_the_branch() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let base = env.rev(&repo, "HEAD");
+    let agent = env.script(
+        "adds-a-file",
+        // The run id makes each run's commit distinct.
+        "set -e\necho \"$SLIPWAY_RUN_ID\" > agent.txt\ngit add agent.txt\ngit commit -qm 'agent adds agent.txt'\n",
+    );
+    std::fs::write(repo.join("untracked-host-note.txt"), "mine\n").expect("write");
+    // First a fast-forward, then (after a host commit) a real merge: a zero
+    // timeout stops both before the host changes.
+    for host_moves in [false, true] {
+        if host_moves {
+            env.commit_file(&repo, "host.txt", "host\n", "host moves on");
+        }
+        let before = host_state(&env, &repo);
+        let (result, err) = env.slipway_fail(
+            &repo,
+            &run_args(
+                &[
+                    "--strategy",
+                    "merge-to-head",
+                    "--ref",
+                    &base,
+                    "--merge-timeout",
+                    "0",
+                ],
+                &agent,
+            ),
+        );
+        assert_eq!(err["kind"], "mergeTimeout", "{err}");
+        assert!(s(&err, "message").contains("merge timeout"), "{err}");
+        assert_eq!(result["status"], "timedOut", "{result}");
+        assert_eq!(host_state(&env, &repo), before, "the host must not change");
+        assert!(!repo.join(".git/MERGE_HEAD").exists());
+        let branch = s(&result, "branch");
+        assert_eq!(
+            env.rev(&repo, branch),
+            commit_shas(&result)[0],
+            "the agent's commit is kept on its branch"
+        );
+        assert!(s(&result, "keptBranch").contains("git merge"), "{result}");
+    }
+    // With time to spare the same run merges.
+    let done = env.slipway_json(
+        &repo,
+        &run_args(&["--strategy", "merge-to-head", "--ref", &base], &agent),
+    );
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(repo.join("agent.txt").exists());
+}

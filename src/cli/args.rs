@@ -211,6 +211,9 @@ pub struct RunArgs {
     /// Seconds each hook and prompt command may take.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub hook_timeout: u64,
+    /// Seconds merge-to-head may take before it would start changing the host.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub merge_timeout: u64,
     /// Use this run id (for callers that track runs).
     #[arg(long, hide = true)]
     pub run_id: Option<String>,

@@ -66,6 +66,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
             idle: Duration::from_secs(60),
             hook: Duration::from_secs(60),
             completion_grace: Duration::from_secs(2),
+            merge: Duration::from_secs(60),
         },
         hooks: Hooks::default(),
     };

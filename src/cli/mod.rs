@@ -392,6 +392,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
             idle: Duration::from_secs(args.idle_timeout),
             hook: Duration::from_secs(args.hook_timeout),
             completion_grace: Duration::from_secs(args.completion_grace),
+            merge: Duration::from_secs(args.merge_timeout),
         },
         hooks: Hooks {
             host_on_worktree_ready: args.on_worktree_ready,

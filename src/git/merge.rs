@@ -5,6 +5,14 @@
 //! working tree is updated with a safe checkout that refuses to overwrite the
 //! user's uncommitted work. Either the branch moves and the files follow, or
 //! HEAD, index and working tree are exactly as before.
+//!
+//! The merge timeout covers everything before the first write to the host:
+//! computing the merge (on a helper thread with its own handle, abandoned when
+//! the time is up; it writes nothing the host can see) and the checkout's
+//! analysis of which files change. Once files start to change the checkout
+//! finishes, because stopping half way would leave the host half merged.
+
+use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository, build::CheckoutBuilder};
 use serde::Serialize;
@@ -48,6 +56,12 @@ pub enum MergeError {
         target: String,
         paths: Vec<String>,
     },
+    /// The merge took longer than the merge timeout; it stopped before the
+    /// host changed.
+    #[error(
+        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise --merge-timeout"
+    )]
+    Timeout { branch: String, secs: u64 },
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -61,14 +75,25 @@ impl MergeError {
             MergeError::NoSuchBranch { .. } => "unknownRef",
             MergeError::HostDirty { .. } => "hostDirty",
             MergeError::Conflict { .. } => "mergeConflict",
+            MergeError::Timeout { .. } => "mergeTimeout",
             MergeError::Git(_) => "git",
         }
     }
 }
 
 /// Merges local branch `branch` into the host's current branch: fast-forward
-/// where possible, else a merge commit.
-pub fn merge_into_host(host: &Repository, branch: &str) -> Result<MergeOutcome, MergeError> {
+/// where possible, else a merge commit. Gives up with [`MergeError::Timeout`]
+/// if it has not started changing the host within `timeout`.
+pub fn merge_into_host(
+    host: &Repository,
+    branch: &str,
+    timeout: Duration,
+) -> Result<MergeOutcome, MergeError> {
+    let deadline = Deadline {
+        at: Instant::now() + timeout,
+        secs: timeout.as_secs(),
+        branch,
+    };
     let head_ref = host.find_reference("HEAD")?;
     let Some(target_full) = head_ref.symbolic_target().ok().flatten().map(str::to_owned) else {
         return Err(MergeError::DetachedHost {
@@ -106,25 +131,16 @@ pub fn merge_into_host(host: &Repository, branch: &str) -> Result<MergeOutcome, 
     let (new_commit, new_tree) = if fast_forward {
         (theirs.id(), theirs.tree()?)
     } else {
-        let mut index = host.merge_commits(&ours, &theirs, None)?;
-        if index.has_conflicts() {
-            let mut paths = Vec::new();
-            for conflict in index.conflicts()? {
-                let conflict = conflict?;
-                let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
-                if let Some(entry) = entry {
-                    paths.push(String::from_utf8_lossy(&entry.path).into_owned());
-                }
+        let tree_id = match merge_trees_in_time(host, ours.id(), theirs.id(), &deadline)? {
+            Merged::Tree(tree_id) => tree_id,
+            Merged::Conflicts(paths) => {
+                return Err(MergeError::Conflict {
+                    branch: branch.to_owned(),
+                    target,
+                    paths,
+                });
             }
-            paths.sort();
-            paths.dedup();
-            return Err(MergeError::Conflict {
-                branch: branch.to_owned(),
-                target,
-                paths,
-            });
-        }
-        let tree_id = index.write_tree_to(host)?;
+        };
         let tree = host.find_tree(tree_id)?;
         let sig = super::signature(host)?;
         let message = format!("Merge branch '{branch}' into {target}\n");
@@ -133,7 +149,7 @@ pub fn merge_into_host(host: &Repository, branch: &str) -> Result<MergeOutcome, 
         (commit, tree)
     };
 
-    checkout_safely(host, &new_tree, branch)?;
+    checkout_safely(host, &new_tree, &deadline)?;
     let message = if fast_forward {
         format!("slipway: fast-forward {target} to {branch}")
     } else {
@@ -159,28 +175,116 @@ pub fn merge_into_host(host: &Repository, branch: &str) -> Result<MergeOutcome, 
     })
 }
 
+/// When a merge must have started changing the host, and what to say if not.
+struct Deadline<'a> {
+    at: Instant,
+    secs: u64,
+    branch: &'a str,
+}
+
+impl Deadline<'_> {
+    fn passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
+    fn error(&self) -> MergeError {
+        MergeError::Timeout {
+            branch: self.branch.to_owned(),
+            secs: self.secs,
+        }
+    }
+}
+
+/// An in-memory merge of two commits: its tree, or the conflicting paths.
+enum Merged {
+    Tree(Oid),
+    Conflicts(Vec<String>),
+}
+
+/// Merges the trees of `ours` and `theirs` on a helper thread with its own
+/// handle, so a merge that outlasts the deadline can be left behind: it only
+/// writes tree objects, which nothing refers to.
+fn merge_trees_in_time(
+    host: &Repository,
+    ours: Oid,
+    theirs: Oid,
+    deadline: &Deadline<'_>,
+) -> Result<Merged, MergeError> {
+    let git_dir = host.path().to_path_buf();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let merged = (|| -> Result<Merged, git2::Error> {
+            let repo = Repository::open(&git_dir)?;
+            let ours = repo.find_commit(ours)?;
+            let theirs = repo.find_commit(theirs)?;
+            let mut index = repo.merge_commits(&ours, &theirs, None)?;
+            if !index.has_conflicts() {
+                return Ok(Merged::Tree(index.write_tree_to(&repo)?));
+            }
+            let mut paths = Vec::new();
+            for conflict in index.conflicts()? {
+                let conflict = conflict?;
+                let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
+                if let Some(entry) = entry {
+                    paths.push(String::from_utf8_lossy(&entry.path).into_owned());
+                }
+            }
+            paths.sort();
+            paths.dedup();
+            Ok(Merged::Conflicts(paths))
+        })();
+        // The caller may have stopped waiting; then nobody needs the answer.
+        let _ = send.send(merged);
+    });
+    let left = deadline.at.saturating_duration_since(Instant::now());
+    match receive.recv_timeout(left) {
+        Ok(merged) if !deadline.passed() => Ok(merged?),
+        Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(deadline.error()),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(MergeError::Git(
+            git2::Error::from_str("the merge thread stopped without an answer"),
+        )),
+    }
+}
+
 /// Updates the working tree and index to `tree` from HEAD's tree, refusing
-/// (before writing anything) when an uncommitted change would be overwritten.
+/// (before writing anything) when an uncommitted change would be overwritten
+/// or when the deadline passes while libgit2 works out what to change.
 fn checkout_safely(
     host: &Repository,
     tree: &git2::Tree<'_>,
-    branch: &str,
+    deadline: &Deadline<'_>,
 ) -> Result<(), MergeError> {
+    if deadline.passed() {
+        return Err(deadline.error());
+    }
     let mut blocked: Vec<String> = Vec::new();
+    let mut timed_out = false;
     let result = {
         let mut builder = CheckoutBuilder::new();
         builder.safe();
-        builder.notify_on(git2::CheckoutNotificationType::CONFLICT);
-        builder.notify(|_, path, _, _, _| {
-            if let Some(p) = path {
+        // libgit2 reports every path while it plans the checkout, before it
+        // writes anything; saying no there leaves the host untouched.
+        builder.notify_on(
+            git2::CheckoutNotificationType::CONFLICT | git2::CheckoutNotificationType::UPDATED,
+        );
+        builder.notify(|why, path, _, _, _| {
+            if deadline.passed() {
+                timed_out = true;
+                return false;
+            }
+            if why.contains(git2::CheckoutNotificationType::CONFLICT)
+                && let Some(p) = path
+            {
                 blocked.push(p.to_string_lossy().into_owned());
             }
             true
         });
         host.checkout_tree(tree.as_object(), Some(&mut builder))
     };
+    let branch = deadline.branch;
     match result {
         Ok(()) => Ok(()),
+        Err(_) if timed_out => Err(deadline.error()),
         Err(e) if e.code() == git2::ErrorCode::Conflict || !blocked.is_empty() => {
             blocked.sort();
             blocked.dedup();

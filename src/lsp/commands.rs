@@ -364,6 +364,10 @@ pub fn validate_run(
                 .completion_grace_secs
                 .map(Duration::from_secs)
                 .unwrap_or(defaults.completion_grace),
+            merge: args
+                .merge_timeout_secs
+                .map(Duration::from_secs)
+                .unwrap_or(defaults.merge),
         },
         hooks: args.hooks.unwrap_or_default(),
     })

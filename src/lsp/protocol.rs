@@ -110,6 +110,8 @@ pub struct RunArgs {
     pub completion_grace_secs: Option<u64>,
     /// Per-hook timeout (default 300).
     pub hook_timeout_secs: Option<u64>,
+    /// Merge timeout for `merge-to-head` (default 300).
+    pub merge_timeout_secs: Option<u64>,
     /// Hooks.
     pub hooks: Option<Hooks>,
     /// Run on a workspace: its name (a file `slipway workspace create` wrote), or

@@ -105,6 +105,13 @@ pub struct Timeouts {
     /// Silence after the completion signal that ends the iteration successfully.
     #[serde(with = "secs")]
     pub completion_grace: Duration,
+    /// Merging back into the host, up to the first change to the host.
+    #[serde(with = "secs", default = "default_merge_timeout")]
+    pub merge: Duration,
+}
+
+fn default_merge_timeout() -> Duration {
+    Timeouts::default().merge
 }
 
 /// Durations as whole seconds in files.
@@ -128,6 +135,7 @@ impl Default for Timeouts {
             idle: Duration::from_secs(600),
             hook: Duration::from_secs(300),
             completion_grace: Duration::from_secs(60),
+            merge: Duration::from_secs(300),
         }
     }
 }
@@ -346,7 +354,9 @@ impl RunError {
     /// The status a run that failed this way ends with.
     pub fn status(&self) -> RunStatus {
         match self {
-            RunError::IdleTimeout { .. } | RunError::HookTimeout { .. } => RunStatus::TimedOut,
+            RunError::IdleTimeout { .. }
+            | RunError::HookTimeout { .. }
+            | RunError::Merge(MergeError::Timeout { .. }) => RunStatus::TimedOut,
             RunError::Cancelled => RunStatus::Cancelled,
             _ => RunStatus::Failed,
         }
@@ -725,7 +735,7 @@ async fn run_recorded(
             "merging",
             format!("merging {} into the host's current branch", place.branch),
         );
-        match merge_into_host(repo, &place.branch) {
+        match merge_into_host(repo, &place.branch, ctx.timeouts.merge) {
             Ok(merge) => {
                 ctx.log.line(&format!("[slipway] merge: {merge:?}"));
                 ctx.result.merge = Some(merge);

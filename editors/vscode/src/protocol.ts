@@ -112,6 +112,7 @@ export interface RunArgs {
   completionSignals?: string[];
   completionGraceSecs?: number;
   hookTimeoutSecs?: number;
+  mergeTimeoutSecs?: number;
   hooks?: Hooks;
   /** Run on a workspace: the name of a workspace file, or an inline plan. */
   workspace?: string | WorkspacePlan;
