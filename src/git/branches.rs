@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use git2::{Oid, Repository};
 use serde::Serialize;
 
+use super::pack_commits::PackCommits;
 use super::policy::default_branch_ref;
 
 /// Whether a branch is local or remote-tracking.
@@ -210,36 +211,44 @@ fn read_branch_refs(common_dir: &std::path::Path) -> Option<Vec<(String, Oid)>> 
     Some(refs.into_iter().collect())
 }
 
-/// Subject and committer time of each commit. Large sets are read on two
-/// threads, each with its own handle (a `Repository` is not `Sync`).
+/// Subject and committer time of each commit: straight from the packs where
+/// they are stored plainly (large sets on two threads), through libgit2 for
+/// the rest (loose objects, deltified entries, alternates, anything unusual).
 fn read_commits(repo: &Repository, oids: &[Oid]) -> HashMap<Oid, (String, i64)> {
-    fn read(repo: &Repository, oids: &[Oid]) -> Vec<(Oid, (String, i64))> {
-        oids.iter()
-            .filter_map(|oid| {
-                let commit = repo.find_commit(*oid).ok()?;
-                let subject = commit.summary().ok().flatten().unwrap_or("").to_owned();
-                Some((*oid, (subject, commit.time().seconds())))
-            })
-            .collect()
-    }
     const PARALLEL_FROM: usize = 1024;
-    if oids.len() < PARALLEL_FROM {
-        return read(repo, oids).into_iter().collect();
-    }
-    let (mine, theirs) = oids.split_at(oids.len() / 2);
-    let git_dir = repo.path().to_path_buf();
-    std::thread::scope(|scope| {
-        let helper = scope.spawn(move || match Repository::open(&git_dir) {
-            Ok(second) => Some(read(&second, theirs)),
-            Err(_) => None,
+    let packs = PackCommits::open(&repo.commondir().join("objects"));
+    let read = |oids: &[Oid]| {
+        let mut reader = packs.reader();
+        oids.iter()
+            .map(|oid| (*oid, reader.summary(oid)))
+            .collect::<Vec<_>>()
+    };
+    let found = if oids.len() < PARALLEL_FROM {
+        read(oids)
+    } else {
+        let (mine, theirs) = oids.split_at(oids.len() / 2);
+        std::thread::scope(|scope| {
+            let helper = scope.spawn(|| read(theirs));
+            let mut found = read(mine);
+            match helper.join() {
+                Ok(rest) => found.extend(rest),
+                Err(_) => found.extend(read(theirs)),
+            }
+            found
+        })
+    };
+    let mut out = HashMap::with_capacity(oids.len());
+    for (oid, summary) in found {
+        let summary = summary.or_else(|| {
+            let commit = repo.find_commit(oid).ok()?;
+            let subject = String::from_utf8_lossy(commit.summary_bytes().unwrap_or(b""));
+            Some((subject.into_owned(), commit.time().seconds()))
         });
-        let mut out: HashMap<Oid, (String, i64)> = read(repo, mine).into_iter().collect();
-        match helper.join().ok().flatten() {
-            Some(rest) => out.extend(rest),
-            None => out.extend(read(repo, theirs)),
+        if let Some(summary) = summary {
+            out.insert(oid, summary);
         }
-        out
-    })
+    }
+    out
 }
 
 /// The upstream of a local branch as a full ref (remote-tracking, or local for

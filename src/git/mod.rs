@@ -3,11 +3,14 @@
 //! Every host-side operation goes through libgit2, which never runs a program
 //! that the repository names (hooks, fsmonitor, filter/diff/merge drivers,
 //! credential helpers, pagers, editors, signing programs). The git CLI is
-//! never invoked on the host.
+//! never invoked on the host. The branch listing alone also reads ref files and
+//! pack files itself (read-only parsing, libgit2 for anything unusual), because
+//! it must answer for thousands of branches faster than `git for-each-ref`.
 
 pub mod branches;
 pub mod bundle;
 pub mod merge;
+pub mod pack_commits;
 pub mod policy;
 pub mod refname;
 pub mod refsnap;
