@@ -137,7 +137,16 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 )?,
                 copy: args.copy,
             };
-            let created = worktree::create(&host, &request)?;
+            let message = match &request.target {
+                WorktreeTarget::Branch { name, .. } => format!("creating a worktree for '{name}'"),
+                WorktreeTarget::MergeToHead => "creating a merge-to-head worktree".to_owned(),
+            };
+            let message = if request.copy.is_empty() {
+                message
+            } else {
+                format!("{message} and copying {}", request.copy.join(", "))
+            };
+            let created = with_spinner(cli.json, message, || worktree::create(&host, &request))?;
             if cli.json {
                 print_json(&created);
             } else {
@@ -157,7 +166,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Worktree(WorktreeCommand::Close(args)) => {
             let host = open(&cli.repo)?;
-            let outcome = worktree::close(&host, &args.worktree, args.force)?;
+            let outcome = with_spinner(
+                cli.json,
+                format!("closing worktree '{}'", args.worktree),
+                || worktree::close(&host, &args.worktree, args.force),
+            )?;
             if cli.json {
                 print_json(&outcome);
             } else {
@@ -401,6 +414,27 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
     })
 }
 
+/// A spinner on stderr when a person is watching it (not `--json`, stderr a
+/// terminal); `None` otherwise.
+fn spinner(json: bool, message: String) -> Option<indicatif::ProgressBar> {
+    (!json && std::io::stderr().is_terminal()).then(|| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(message);
+        pb.enable_steady_tick(Duration::from_millis(120));
+        pb
+    })
+}
+
+/// Runs `work` under a spinner saying `message` (see [`spinner`]).
+fn with_spinner<T>(json: bool, message: String, work: impl FnOnce() -> T) -> T {
+    let spinner = spinner(json, message);
+    let out = work();
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    out
+}
+
 /// Runs with a spinner on a terminal, agent output on stderr for people, and
 /// cancellation on Ctrl-C or SIGTERM.
 pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitCode, CliError> {
@@ -408,11 +442,7 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
         .enable_all()
         .build()?;
     let cancel = CancellationToken::new();
-    let spinner = (!json && std::io::stderr().is_terminal()).then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.enable_steady_tick(Duration::from_millis(120));
-        pb
-    });
+    let spinner = spinner(json, String::new());
     let sink_spinner = spinner.clone();
     let events: run::EventSink = Arc::new(move |event: &RunEvent| {
         if json {
