@@ -369,10 +369,20 @@ fn merge_timeout_leaves_the_host_exactly_as_it_was_and_keeps_the_branch() {
         );
         assert!(s(&result, "keptBranch").contains("git merge"), "{result}");
     }
-    // With time to spare the same run merges.
+    // With time to spare (even more than a clock can count) the same run merges.
     let done = env.slipway_json(
         &repo,
-        &run_args(&["--strategy", "merge-to-head", "--ref", &base], &agent),
+        &run_args(
+            &[
+                "--strategy",
+                "merge-to-head",
+                "--ref",
+                &base,
+                "--merge-timeout",
+                "18446744073709551615",
+            ],
+            &agent,
+        ),
     );
     assert_eq!(done["status"], "completed", "{done}");
     assert!(repo.join("agent.txt").exists());

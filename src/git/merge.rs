@@ -90,7 +90,8 @@ pub fn merge_into_host(
     timeout: Duration,
 ) -> Result<MergeOutcome, MergeError> {
     let deadline = Deadline {
-        at: Instant::now() + timeout,
+        // A timeout too large to add is no timeout.
+        at: Instant::now().checked_add(timeout),
         secs: timeout.as_secs(),
         branch,
     };
@@ -177,14 +178,14 @@ pub fn merge_into_host(
 
 /// When a merge must have started changing the host, and what to say if not.
 struct Deadline<'a> {
-    at: Instant,
+    at: Option<Instant>,
     secs: u64,
     branch: &'a str,
 }
 
 impl Deadline<'_> {
     fn passed(&self) -> bool {
-        Instant::now() >= self.at
+        self.at.is_some_and(|at| Instant::now() >= at)
     }
 
     fn error(&self) -> MergeError {
@@ -236,8 +237,13 @@ fn merge_trees_in_time(
         // The caller may have stopped waiting; then nobody needs the answer.
         let _ = send.send(merged);
     });
-    let left = deadline.at.saturating_duration_since(Instant::now());
-    match receive.recv_timeout(left) {
+    let answer = match deadline.at {
+        Some(at) => receive.recv_timeout(at.saturating_duration_since(Instant::now())),
+        None => receive
+            .recv()
+            .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+    };
+    match answer {
         Ok(merged) if !deadline.passed() => Ok(merged?),
         Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(deadline.error()),
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(MergeError::Git(
