@@ -412,3 +412,36 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
     let (_, err) = env.slipway_fail(&repo, &["logs", "no-such-run"]);
     assert_eq!(err["kind"], "unknownRun");
 }
+
+#[test]
+fn timeouts_larger_than_the_clock_mean_never_rather_than_a_crash() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = env.script(
+        "signals",
+        "echo working\necho '<promise>COMPLETE</promise>'\n",
+    );
+    let never = u64::MAX.to_string();
+    let result = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--strategy",
+            "branch",
+            "--branch",
+            "patient",
+            "--idle-timeout",
+            &never,
+            "--hook-timeout",
+            &never,
+            "--completion-grace",
+            &never,
+            "--on-worktree-ready",
+            "echo hook ran",
+            "--",
+            agent_arg(&agent),
+        ],
+    );
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>");
+}

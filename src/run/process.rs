@@ -48,6 +48,13 @@ impl StrayWatch {
     }
 }
 
+/// `from + wait`, or thirty years on when a timeout is too large for the clock
+/// (a user asking for "never" must not crash the run half way).
+fn later(from: Instant, wait: Duration) -> Instant {
+    const NEVER: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+    from.checked_add(wait).unwrap_or(from + NEVER)
+}
+
 /// Runs a command to completion in a sandbox, with a timeout; returns (code, output).
 pub(super) async fn run_to_end(
     sandbox: &dyn Sandbox,
@@ -57,7 +64,7 @@ pub(super) async fn run_to_end(
 ) -> Result<Option<(i32, String)>, RunError> {
     let mut exec = sandbox.exec(spec).await?;
     let mut output = String::new();
-    let deadline = Instant::now() + timeout;
+    let deadline = later(Instant::now(), timeout);
     let mut exit = None;
     let mut open = true;
     let mut strays = StrayWatch::new(sandbox);
@@ -161,8 +168,8 @@ pub(super) async fn run_iteration(
     let mut open = true;
     let mut strays = StrayWatch::new(sandbox);
     loop {
-        let idle_deadline = last_output + timeouts.idle;
-        let grace_deadline = last_output + timeouts.completion_grace;
+        let idle_deadline = later(last_output, timeouts.idle);
+        let grace_deadline = later(last_output, timeouts.completion_grace);
         tokio::select! {
             ev = exec.output.recv(), if open => match ev {
                 Some(OutputEvent::Line(line)) => {
