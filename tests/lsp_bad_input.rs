@@ -125,6 +125,29 @@ fn bad_input_never_ends_the_session() {
     assert_eq!(kind(&error), "invalidParams", "{error}");
     still_answers(&mut lsp, &repo, "wrong argument types");
 
+    // Values the types allow but that make no sense: refused before anything exists.
+    let error = lsp.err(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "copy-x", "copy": ["../secrets"] }),
+    );
+    assert_eq!(kind(&error), "invalidParams", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("leaves the repository")),
+        "{error}"
+    );
+    assert_nothing_created(&env, &repo, "copy-x");
+    let error = lsp.err(
+        "slipway.run",
+        json!({ "root": repo, "strategy": "branch", "branch": "sig-x",
+                "agent": {"type": "command", "command": ["true"]},
+                "completionSignals": [""] }),
+    );
+    assert_eq!(kind(&error), "invalidParams", "{error}");
+    assert_nothing_created(&env, &repo, "sig-x");
+    still_answers(&mut lsp, &repo, "nonsense values");
+
     // No arguments: an empty list, or no list at all.
     let answer = execute_raw(
         &mut lsp,

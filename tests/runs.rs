@@ -445,3 +445,26 @@ fn timeouts_larger_than_the_clock_mean_never_rather_than_a_crash() {
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>");
 }
+
+#[test]
+fn an_empty_completion_signal_or_zero_iterations_is_refused_before_the_agent_runs() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let marker = env.path().join("agent-ran");
+    let agent = env.script("marks", &format!("touch '{}'\n", marker.display()));
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &["run", "--completion-signal", " ", "--", agent_arg(&agent)],
+    );
+    assert_eq!(err["kind"], "invalidParams", "{err}");
+    assert!(s(&err, "message").contains("completion signal cannot be empty"));
+    let out = env.slipway(
+        &repo,
+        &["run", "--max-iterations", "0", "--", agent_arg(&agent)],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--max-iterations"), "{stderr}");
+    assert!(!marker.exists(), "the agent must not run");
+    assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
+}

@@ -1012,3 +1012,53 @@ fn list_rebuilds_a_deleted_record_for_a_registered_worktree() {
     assert_eq!(s(&closed, "outcome"), "removed");
     assert!(!path_of(&created).exists());
 }
+
+#[test]
+fn bad_copy_patterns_are_refused_before_anything_is_created() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let branches_before = env.local_branches(&repo);
+    for (pattern, says) in [
+        ("../secrets", "leaves the repository"),
+        ("/etc/passwd", "leaves the repository"),
+        ("node_modules/../../x", "leaves the repository"),
+        ("src/[", "is not a valid glob"),
+    ] {
+        let (_, err) = env.slipway_fail(
+            &repo,
+            &[
+                "worktree", "create", "--branch", "copy-x", "--copy", pattern,
+            ],
+        );
+        assert_eq!(err["kind"], "invalidParams", "{pattern}: {err}");
+        let message = s(&err, "message");
+        assert!(message.contains(pattern), "{message}");
+        assert!(message.contains(says), "{message}");
+        assert!(message.contains("nothing was created"), "{message}");
+        assert!(
+            entries(&worktrees_dir(&repo)).is_empty(),
+            "{pattern}: a worktree was left behind"
+        );
+        assert_eq!(env.local_branches(&repo), branches_before, "{pattern}");
+        assert!(list(&env, &repo).is_empty(), "{pattern}: a record was left");
+    }
+    // The same check stops a run before it makes its worktree.
+    let agent = env.script("never", "touch ran\n");
+    let (_, err) = env.slipway_fail(
+        &repo,
+        &[
+            "run",
+            "--strategy",
+            "branch",
+            "--branch",
+            "copy-y",
+            "--copy",
+            "../x",
+            "--",
+            agent.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(err["kind"], "invalidParams", "{err}");
+    assert!(entries(&worktrees_dir(&repo)).is_empty());
+    assert_eq!(env.local_branches(&repo), branches_before);
+}

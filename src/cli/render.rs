@@ -157,10 +157,15 @@ pub fn run_result(r: &RunResult) -> String {
         RunStatus::TimedOut => "timed out",
         RunStatus::Cancelled => "cancelled",
     };
+    let on = if r.branch.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", r.branch)
+    };
     let _ = writeln!(
         out,
-        "Run {} {status} after {} iteration(s) on {}",
-        r.run_id, r.iterations, r.branch
+        "Run {} {status} after {} iteration(s){on}",
+        r.run_id, r.iterations
     );
     if !r.commits.is_empty() {
         let shas: Vec<&str> = r.commits.iter().map(|c| short(&c.sha)).collect();

@@ -336,6 +336,11 @@ pub fn validate_run(
     if args.max_iterations == Some(0) {
         return Err(invalid("maxIterations must be at least 1".into()));
     }
+    if args.completion_signals.iter().any(|s| s.trim().is_empty()) {
+        return Err(invalid(
+            "completionSignals may not hold an empty string (it would match every line)".into(),
+        ));
+    }
     let defaults = Timeouts::default();
     Ok(RunRequest {
         run_id: Some(run::new_run_id()),

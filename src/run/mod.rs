@@ -594,6 +594,18 @@ async fn run_recorded(
             RunError::Invalid("--max-iterations must be at least 1".into()),
         );
     }
+    if request
+        .completion_signals
+        .iter()
+        .any(|s| s.trim().is_empty())
+    {
+        return fail(
+            ctx,
+            RunError::Invalid(
+                "a completion signal cannot be empty (it would match every line); give the text the agent prints when it is done".into(),
+            ),
+        );
+    }
 
     let mut request = request;
     if let Some(id) = request.sandbox_id.clone() {

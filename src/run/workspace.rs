@@ -146,6 +146,8 @@ fn strip_credentials(url: &str) -> String {
 /// Creates every mount's checkout in order. On failure, what was made so far is
 /// cleaned up by the same never-lose rules.
 pub fn materialise(plan: &WorkspacePlan, run_id: &str) -> Result<Vec<Materialised>, RunError> {
+    crate::worktree::copy::check_patterns(&plan.copy)
+        .map_err(|e| RunError::Worktree(crate::worktree::CreateError::BadCopyPattern(e)))?;
     let mut done: Vec<Materialised> = Vec::new();
     for (index, mount) in plan.mounts.iter().enumerate() {
         match materialise_one(mount, index, run_id, &plan.copy) {

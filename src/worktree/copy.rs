@@ -265,6 +265,26 @@ fn worktreeinclude_paths(repo: &git2::Repository, root: &Path) -> Result<Vec<Pat
     Ok(out)
 }
 
+/// Checks every pattern before anything is created: inside the repository and,
+/// when it is a glob, well formed.
+pub fn check_patterns(patterns: &[String]) -> Result<(), CopyError> {
+    for pattern in patterns {
+        let pattern = pattern.trim_end_matches('/');
+        check_inside(pattern)?;
+        if has_glob_chars(pattern) {
+            compile(pattern)?;
+        }
+    }
+    Ok(())
+}
+
+fn compile(pattern: &str) -> Result<Glob, CopyError> {
+    Glob::new(pattern).map_err(|e| CopyError::BadGlob {
+        pattern: pattern.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
 /// Copies the host paths named by `patterns` and by `.worktreeinclude` into `worktree`.
 pub fn copy_into_worktree(
     repo: &git2::Repository,
@@ -278,10 +298,7 @@ pub fn copy_into_worktree(
         let pattern = pattern.trim_end_matches('/');
         check_inside(pattern)?;
         if has_glob_chars(pattern) {
-            let glob = Glob::new(pattern).map_err(|e| CopyError::BadGlob {
-                pattern: pattern.to_owned(),
-                reason: e.to_string(),
-            })?;
+            let glob = compile(pattern)?;
             let found = expand_glob(host_root, &glob.compile_matcher());
             if found.is_empty() {
                 report.warnings.push(format!(

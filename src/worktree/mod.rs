@@ -80,6 +80,9 @@ pub enum CreateError {
     /// Something that is not a registered worktree sits where the worktree would go.
     #[error("{} exists but is not a registered worktree; look inside, move it away, and try again", path.display())]
     PathOccupied { path: PathBuf },
+    /// A copy pattern is malformed or leaves the repository; nothing was created.
+    #[error("{0}; nothing was created")]
+    BadCopyPattern(CopyError),
     /// Copy-in failed after the worktree was created; the worktree is left for inspection.
     #[error("{source}; the worktree was created at {}", worktree_path.display())]
     Copy {
@@ -107,6 +110,7 @@ impl CreateError {
             }
             CreateError::PathOccupied { .. } => "pathOccupied",
             CreateError::Copy { .. } => "copyFailed",
+            CreateError::BadCopyPattern(_) => "invalidParams",
             CreateError::Git(_) => "git",
         }
     }
@@ -217,6 +221,7 @@ pub fn create_locked(
     request: &CreateRequest,
     lock: &BranchLock,
 ) -> Result<Created, CreateError> {
+    copy::check_patterns(&request.copy).map_err(CreateError::BadCopyPattern)?;
     let branch = lock.branch().to_owned();
     let id = naming::dir_name(&branch);
     let path = worktrees_dir(host).join(&id);
