@@ -14,6 +14,7 @@ pub mod pack_commits;
 pub mod policy;
 pub mod refname;
 pub mod refsnap;
+pub mod worktrees;
 
 use std::path::{Path, PathBuf};
 
@@ -181,6 +182,21 @@ pub fn changed_paths(repo: &Repository) -> Result<Vec<String>, git2::Error> {
         }
     }
     Ok(out)
+}
+
+/// Ignored paths of a checkout as `git status --ignored` lists them: an
+/// ignored folder is one entry ending in `/`, not descended into.
+pub fn ignored_paths(repo: &Repository) -> Result<Vec<String>, git2::Error> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_ignored(true)
+        .recurse_ignored_dirs(false)
+        .include_untracked(false);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    Ok(statuses
+        .iter()
+        .filter(|e| e.status().is_ignored())
+        .filter_map(|e| e.path().ok().map(str::to_owned))
+        .collect())
 }
 
 /// Paths whose index entry differs from HEAD (staged changes).

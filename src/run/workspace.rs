@@ -250,7 +250,7 @@ fn materialise_one(
             let mut checkout = git2::build::CheckoutBuilder::new();
             checkout.force();
             clone.checkout_head(Some(&mut checkout))?;
-            crate::worktree::copy::copy_into_worktree(host.git(), host.root(), &dir, copy)
+            crate::worktree::copy::copy_into_worktree(&host, &dir, copy)
                 .map_err(|e| RunError::Io(e.to_string()))?;
             // The clone's origin is the host's own upstream, without credentials.
             if let Ok(origin) = host.git().find_remote("origin")

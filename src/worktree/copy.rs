@@ -11,6 +11,8 @@ use std::path::{Component, Path, PathBuf};
 use globset::{Glob, GlobMatcher};
 use serde::Serialize;
 
+use crate::git::HostRepo;
+
 /// What a copy-in did.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -204,7 +206,8 @@ fn expand_glob(root: &Path, matcher: &GlobMatcher) -> Vec<PathBuf> {
 }
 
 /// Ignored host paths selected by `.worktreeinclude` (gitignore syntax).
-fn worktreeinclude_paths(repo: &git2::Repository, root: &Path) -> Result<Vec<PathBuf>, CopyError> {
+fn worktreeinclude_paths(host: &HostRepo) -> Result<Vec<PathBuf>, CopyError> {
+    let root = host.root();
     let include_file = root.join(".worktreeinclude");
     if !include_file.is_file() {
         return Ok(Vec::new());
@@ -216,19 +219,10 @@ fn worktreeinclude_paths(repo: &git2::Repository, root: &Path) -> Result<Vec<Pat
     let matcher = builder
         .build()
         .map_err(|e| CopyError::Include(e.to_string()))?;
-    let mut opts = git2::StatusOptions::new();
-    opts.include_ignored(true)
-        .recurse_ignored_dirs(false)
-        .include_untracked(false);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .map_err(|e| CopyError::Include(e.to_string()))?;
+    let ignored =
+        crate::git::ignored_paths(host.git()).map_err(|e| CopyError::Include(e.to_string()))?;
     let mut out = Vec::new();
-    for entry in statuses.iter() {
-        if !entry.status().is_ignored() {
-            continue;
-        }
-        let Ok(path) = entry.path() else { continue };
+    for path in &ignored {
         let is_dir = path.ends_with('/');
         let rel = PathBuf::from(path.trim_end_matches('/'));
         if rel.starts_with(".slipway") {
@@ -287,11 +281,11 @@ fn compile(pattern: &str) -> Result<Glob, CopyError> {
 
 /// Copies the host paths named by `patterns` and by `.worktreeinclude` into `worktree`.
 pub fn copy_into_worktree(
-    repo: &git2::Repository,
-    host_root: &Path,
+    host: &HostRepo,
     worktree: &Path,
     patterns: &[String],
 ) -> Result<CopyReport, CopyError> {
+    let host_root = host.root();
     let mut report = CopyReport::default();
     let mut selected: Vec<PathBuf> = Vec::new();
     for pattern in patterns {
@@ -314,7 +308,7 @@ pub fn copy_into_worktree(
             ));
         }
     }
-    selected.extend(worktreeinclude_paths(repo, host_root)?);
+    selected.extend(worktreeinclude_paths(host)?);
     selected.sort();
     selected.dedup();
     // A path inside one already selected is copied with its parent.

@@ -8,14 +8,14 @@ pub mod record;
 
 use std::path::{Path, PathBuf};
 
-use git2::{Repository, build::CheckoutBuilder};
 use serde::Serialize;
 
 use crate::git::branches::upstream_ref;
-use crate::git::merge::is_contained_elsewhere;
 use crate::git::policy::{self, ResolvedSource, SourceError, SourcePolicy, short_ref};
 use crate::git::refname::{InvalidBranchName, validate_branch_name};
-use crate::git::{HostRepo, canonical, changed_paths};
+pub use crate::git::worktrees::delete_temp_branch_if_merged;
+use crate::git::worktrees::{self, FastForward};
+use crate::git::{HostRepo, canonical};
 use crate::util::{now_secs, random_hex};
 use copy::{CopyError, CopyReport, copy_into_worktree};
 use lock::{AdminLock, BranchLock, LockError};
@@ -180,41 +180,6 @@ pub fn create(host: &HostRepo, request: &CreateRequest) -> Result<Created, Creat
     create_locked(host, request, &lock)
 }
 
-/// Where a branch is checked out, other than in slipway's own worktree for it.
-fn checked_out_at(
-    host: &HostRepo,
-    branch: &str,
-    own_id: &str,
-) -> Result<Option<(bool, PathBuf)>, git2::Error> {
-    let full = format!("refs/heads/{branch}");
-    let repo = host.git();
-    if let Ok(head) = repo.find_reference("HEAD")
-        && head.symbolic_target().ok().flatten() == Some(full.as_str())
-    {
-        return Ok(Some((true, host.root().to_path_buf())));
-    }
-    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
-        if name == own_id {
-            continue;
-        }
-        let Ok(wt) = repo.find_worktree(name) else {
-            continue;
-        };
-        let Ok(wt_repo) = Repository::open_from_worktree(&wt) else {
-            continue;
-        };
-        let on_branch = wt_repo
-            .find_reference("HEAD")
-            .ok()
-            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
-            .is_some_and(|t| t == full);
-        if on_branch {
-            return Ok(Some((false, wt.path().to_path_buf())));
-        }
-    }
-    Ok(None)
-}
-
 /// Creates or re-uses a worktree while the caller holds `lock` for its branch.
 pub fn create_locked(
     host: &HostRepo,
@@ -229,18 +194,16 @@ pub fn create_locked(
     let slipway_dir = host.slipway_dir();
     ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
 
-    let registered = repo.find_worktree(&id).ok();
+    let registered = worktrees::is_registered(repo, &id);
     let existing = WorktreeRecord::load(&slipway_dir, &id);
-    if let (Some(_), true) = (&registered, path.exists()) {
+    if registered && path.exists() {
         return reuse(host, &branch, &id, &path, existing, request);
     }
-    if let Some(wt) = &registered {
+    if registered {
         // Registered but the directory is gone: drop the stale registration.
         let _admin =
             AdminLock::acquire(&locks_dir(host)).map_err(|e| CreateError::Io(e.to_string()))?;
-        let mut opts = git2::WorktreePruneOptions::new();
-        opts.valid(true).locked(true).working_tree(false);
-        wt.prune(Some(&mut opts))?;
+        worktrees::prune(repo, &id, false)?;
     }
     if path.symlink_metadata().is_ok() {
         let empty = std::fs::read_dir(&path)
@@ -252,7 +215,7 @@ pub fn create_locked(
             return Err(CreateError::PathOccupied { path });
         }
     }
-    if let Some((in_host, where_)) = checked_out_at(host, &branch, &id)? {
+    if let Some((in_host, where_)) = worktrees::checked_out_at(repo, host.root(), &branch, &id)? {
         return Err(if in_host {
             CreateError::CheckedOutInHost {
                 branch,
@@ -268,9 +231,10 @@ pub fn create_locked(
 
     let mut notes = Vec::new();
     let full = format!("refs/heads/{branch}");
-    let (base, created_branch, source_label, policy_text) = match repo.find_reference(&full) {
-        Ok(reference) => {
-            let tip = reference.peel_to_commit()?.id();
+    let (base, created_branch, source_label, policy_text) = match worktrees::branch_tip(
+        repo, &branch,
+    ) {
+        Some(tip) => {
             if !matches!(request.source, SourcePolicy::HostHead)
                 || matches!(
                     &request.target,
@@ -293,7 +257,7 @@ pub fn create_locked(
                 "existing".to_owned(),
             )
         }
-        Err(_) => {
+        None => {
             let policy = match &request.target {
                 WorktreeTarget::Branch {
                     base: Some(base), ..
@@ -336,41 +300,31 @@ pub fn create_locked(
     record.save(&slipway_dir)?;
 
     let rollback = |created_branch: bool| {
-        if created_branch && let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local) {
+        if created_branch {
             // A branch created a moment ago holds no commits of its own.
-            let _ = b.delete();
+            let _ = worktrees::delete_branch(repo, &branch);
         }
         let _ = WorktreeRecord::delete(&slipway_dir, &id);
     };
-    if created_branch {
-        let commit = repo.find_commit(base.oid())?;
-        if let Err(e) = repo.branch(&branch, &commit, false) {
-            let _ = WorktreeRecord::delete(&slipway_dir, &id);
-            return Err(e.into());
-        }
-        if let Some(source_ref) = &base.reference {
-            // Track the remote branch the user started from, like `git branch --track`.
-            if let Some(rest) = source_ref.strip_prefix("refs/remotes/")
-                && let Ok(mut b) = repo.find_branch(&branch, git2::BranchType::Local)
-            {
-                let _ = b.set_upstream(Some(rest));
-            }
-        }
-    }
-    let add = (|| -> Result<(), git2::Error> {
-        let _admin = AdminLock::acquire(&locks_dir(host))
-            .map_err(|e| git2::Error::from_str(&format!("cannot take the worktree lock: {e}")))?;
-        let reference = repo.find_reference(&full)?;
-        let mut opts = git2::WorktreeAddOptions::new();
-        opts.reference(Some(&reference));
-        repo.worktree(&id, &path, Some(&opts))?;
-        Ok(())
-    })();
-    if let Err(e) = add {
-        rollback(created_branch);
+    if created_branch
+        // A new branch tracks the remote branch the user started from.
+        && let Err(e) =
+            worktrees::create_branch(repo, &branch, base.oid(), base.reference.as_deref())
+    {
+        let _ = WorktreeRecord::delete(&slipway_dir, &id);
         return Err(e.into());
     }
-    let copied = copy_into_worktree(repo, host.root(), &path, &request.copy);
+    let add = match AdminLock::acquire(&locks_dir(host)) {
+        Ok(_admin) => worktrees::add(repo, &id, &path, &branch).map_err(CreateError::from),
+        Err(e) => Err(CreateError::Io(format!(
+            "cannot take the worktree lock: {e}"
+        ))),
+    };
+    if let Err(e) = add {
+        rollback(created_branch);
+        return Err(e);
+    }
+    let copied = copy_into_worktree(host, &path, &request.copy);
     record.creating_pid = None;
     record.save(&slipway_dir)?;
     let copy = copied.map_err(|source| CreateError::Copy {
@@ -397,54 +351,22 @@ fn reuse(
     request: &CreateRequest,
 ) -> Result<Created, CreateError> {
     let mut notes = Vec::new();
-    let wt_repo = Repository::open(path)?;
-    let full = format!("refs/heads/{branch}");
-    let on_branch = wt_repo
-        .find_reference("HEAD")
-        .ok()
-        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
-        .is_some_and(|t| t == full);
-    let dirty = !changed_paths(&wt_repo)?.is_empty();
-    if !on_branch {
-        notes.push(format!(
+    let upstream = upstream_ref(host.git(), branch);
+    match worktrees::fast_forward(path, branch, upstream.as_deref())? {
+        FastForward::NotOnBranch => notes.push(format!(
             "re-used as is: its HEAD is not on '{branch}' (detached or switched)"
-        ));
-    } else if dirty {
-        notes.push(
+        )),
+        FastForward::Dirty => notes.push(
             "re-used as is: it has uncommitted changes, so it was not fast-forwarded".to_owned(),
-        );
-    } else if let Some(upstream) = upstream_ref(host.git(), branch) {
-        let tip = wt_repo.find_reference(&full)?.peel_to_commit()?;
-        match wt_repo
-            .find_reference(&upstream)
-            .and_then(|r| r.peel_to_commit())
-        {
-            Ok(up) if up.id() == tip.id() => {}
-            Ok(up) if wt_repo.graph_descendant_of(up.id(), tip.id())? => {
-                let mut checkout = CheckoutBuilder::new();
-                checkout.safe();
-                wt_repo.checkout_tree(up.as_object(), Some(&mut checkout))?;
-                wt_repo.reference_matching(
-                    &full,
-                    up.id(),
-                    true,
-                    tip.id(),
-                    "slipway: fast-forward to upstream",
-                )?;
-                notes.push(format!("fast-forwarded to {}", short_ref(&upstream)));
-            }
-            Ok(up) if wt_repo.graph_descendant_of(tip.id(), up.id())? => {
-                notes.push(format!(
-                    "ahead of {}: nothing to fast-forward",
-                    short_ref(&upstream)
-                ));
-            }
-            Ok(_) => notes.push(format!(
-                "re-used as is: '{branch}' and {} have diverged",
-                short_ref(&upstream)
-            )),
-            Err(_) => {}
+        ),
+        FastForward::NoUpstream | FastForward::UpToDate => {}
+        FastForward::Moved { upstream } => notes.push(format!("fast-forwarded to {upstream}")),
+        FastForward::Ahead { upstream } => {
+            notes.push(format!("ahead of {upstream}: nothing to fast-forward"))
         }
+        FastForward::Diverged { upstream } => notes.push(format!(
+            "re-used as is: '{branch}' and {upstream} have diverged"
+        )),
     }
     let record = match existing {
         Some(r) => r,
@@ -470,13 +392,9 @@ fn reuse(
 /// A record rebuilt for a worktree found without one (an interrupted create).
 fn recovered_record(host: &HostRepo, id: &str, path: &Path, branch: &str) -> WorktreeRecord {
     let repo = host.git();
-    let tip = repo
-        .find_reference(&format!("refs/heads/{branch}"))
-        .and_then(|r| r.peel_to_commit())
-        .map(|c| c.id())
-        .ok();
+    let tip = worktrees::branch_tip(repo, branch);
     let base = match (tip, host.head_commit()) {
-        (Some(t), Some(h)) => repo.merge_base(t, h).ok().or(Some(t)),
+        (Some(t), Some(h)) => worktrees::merge_base(repo, t, h).or(Some(t)),
         (t, _) => t,
     };
     WorktreeRecord {
@@ -553,22 +471,12 @@ pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
     let mut out = Vec::new();
     for record in WorktreeRecord::load_all(&host.slipway_dir()) {
         let creating = record.creating_pid.is_some_and(pid_alive);
-        let present = record.path.is_dir() && repo.find_worktree(&record.id).is_ok();
+        let present = record.path.is_dir() && worktrees::is_registered(repo, &record.id);
         let (changed, ahead) = if present && !creating {
-            let wt = Repository::open(&record.path)?;
-            let changed = changed_paths(&wt)?;
-            let ahead = match (
-                wt.find_reference(&format!("refs/heads/{}", record.branch))
-                    .and_then(|r| r.peel_to_commit()),
-                git2::Oid::from_str(&record.base_commit),
-            ) {
-                (Ok(tip), Ok(base)) => wt
-                    .graph_ahead_behind(tip.id(), base)
-                    .map(|(a, _)| a)
-                    .unwrap_or(0),
-                _ => 0,
-            };
-            (changed, ahead)
+            (
+                worktrees::changed_paths_at(&record.path)?,
+                worktrees::ahead_of(&record.path, &record.branch, &record.base_commit)?,
+            )
         } else {
             (Vec::new(), 0)
         };
@@ -614,27 +522,16 @@ pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
     let wt_dir = canonical(&worktrees_dir(host));
-    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
-        let Ok(wt) = repo.find_worktree(name) else {
-            continue;
-        };
-        let path = canonical(wt.path());
+    for wt in worktrees::registered(repo)? {
+        let path = canonical(&wt.path);
         if !path.starts_with(&wt_dir) || !path.is_dir() {
             continue;
         }
-        if WorktreeRecord::load(&slipway_dir, name).is_some() {
+        if WorktreeRecord::load(&slipway_dir, &wt.id).is_some() {
             continue;
         }
-        let Ok(wt_repo) = Repository::open_from_worktree(&wt) else {
-            continue;
-        };
-        let branch = wt_repo
-            .find_reference("HEAD")
-            .ok()
-            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
-            .and_then(|t| t.strip_prefix("refs/heads/").map(str::to_owned));
-        let Some(branch) = branch else { continue };
-        let record = recovered_record(host, name, &path, &branch);
+        let Some(branch) = wt.branch else { continue };
+        let record = recovered_record(host, &wt.id, &path, &branch);
         let _ = record.save(&slipway_dir);
     }
     for mut record in WorktreeRecord::load_all(&slipway_dir) {
@@ -644,10 +541,7 @@ pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
         if record.run_pid.is_some_and(pid_alive) {
             continue;
         }
-        let dirty = Repository::open(&record.path)
-            .ok()
-            .and_then(|r| changed_paths(&r).ok())
-            .is_some_and(|c| !c.is_empty());
+        let dirty = worktrees::changed_paths_at(&record.path).is_ok_and(|c| !c.is_empty());
         record.state = if dirty {
             WorktreeState::Preserved
         } else {
@@ -778,9 +672,9 @@ pub fn close_locked(
 ) -> Result<CloseOutcome, CloseError> {
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
-    let registered = repo.find_worktree(&record.id).ok();
+    let registered = worktrees::is_registered(repo, &record.id);
     let present = record.path.is_dir();
-    if present && registered.is_none() && !force {
+    if present && !registered && !force {
         let reason = "the directory is not a registered git worktree, so its changes cannot be checked; it was kept".to_owned();
         return Ok(CloseOutcome::Preserved {
             id: record.id.clone(),
@@ -791,9 +685,8 @@ pub fn close_locked(
             commands: preserved_commands(&record.path),
         });
     }
-    if present && registered.is_some() {
-        let wt_repo = Repository::open(&record.path)?;
-        let changed = changed_paths(&wt_repo)?;
+    if present && registered {
+        let changed = worktrees::changed_paths_at(&record.path)?;
         if !changed.is_empty() && !force {
             let reason = format!(
                 "it has uncommitted changes ({} {}): {}",
@@ -814,12 +707,10 @@ pub fn close_locked(
             });
         }
     }
-    if let Some(wt) = &registered {
+    if registered {
         let _admin =
             AdminLock::acquire(&locks_dir(host)).map_err(|e| CloseError::Io(e.to_string()))?;
-        let mut opts = git2::WorktreePruneOptions::new();
-        opts.valid(true).locked(true).working_tree(true);
-        wt.prune(Some(&mut opts))?;
+        worktrees::prune(repo, &record.id, true)?;
     } else if present {
         std::fs::remove_dir_all(&record.path).map_err(|e| CloseError::Io(e.to_string()))?;
     }
@@ -837,40 +728,6 @@ pub fn close_locked(
         branch_deleted,
         branch_kept,
     })
-}
-
-/// Deletes a temporary branch unless it holds commits that are on no other
-/// branch; returns (deleted, why kept).
-pub fn delete_temp_branch_if_merged(
-    host: &HostRepo,
-    branch: &str,
-    base_commit: &str,
-) -> Result<(bool, Option<String>), git2::Error> {
-    let repo = host.git();
-    let full = format!("refs/heads/{branch}");
-    let Ok(mut reference) = repo.find_reference(&full) else {
-        return Ok((false, None));
-    };
-    let tip = reference.peel_to_commit()?.id();
-    let base = git2::Oid::from_str(base_commit).ok();
-    let in_base =
-        base.is_some_and(|b| b == tip || repo.graph_descendant_of(b, tip).unwrap_or(false));
-    let in_head = host
-        .head_commit()
-        .is_some_and(|h| h == tip || repo.graph_descendant_of(h, tip).unwrap_or(false));
-    if in_base || in_head || is_contained_elsewhere(repo, tip, &full)? {
-        reference.delete()?;
-        return Ok((true, None));
-    }
-    let unique = crate::git::commits_between(repo, base, tip)
-        .map(|c| c.len())
-        .unwrap_or(0);
-    Ok((
-        false,
-        Some(format!(
-            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; merge it with `git merge {branch}` or discard it with `git branch -D {branch}`"
-        )),
-    ))
 }
 
 fn summarize(paths: &[String]) -> String {

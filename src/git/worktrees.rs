@@ -1,0 +1,249 @@
+//! libgit2's side of slipway's worktrees: registrations, the branches they
+//! check out, the safe fast-forward, and the counts `list` shows. The
+//! `worktree` module decides what to do; this one only does it in git.
+
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, Oid, Repository, build::CheckoutBuilder};
+
+use super::merge::is_contained_elsewhere;
+use super::{HostRepo, changed_paths, commits_between};
+
+/// A worktree libgit2 has registered.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    /// Its registration name (slipway uses the directory name).
+    pub id: String,
+    /// Where its files are.
+    pub path: PathBuf,
+    /// The local branch its HEAD is on, if any.
+    pub branch: Option<String>,
+}
+
+/// Every worktree registered in the repository, with the branch each is on.
+pub fn registered(repo: &Repository) -> Result<Vec<Registered>, git2::Error> {
+    let mut out = Vec::new();
+    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
+        let Ok(wt) = repo.find_worktree(name) else {
+            continue;
+        };
+        let branch = Repository::open_from_worktree(&wt)
+            .ok()
+            .and_then(|r| head_branch(&r));
+        out.push(Registered {
+            id: name.to_owned(),
+            path: wt.path().to_path_buf(),
+            branch,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a worktree is registered under `id`.
+pub fn is_registered(repo: &Repository, id: &str) -> bool {
+    repo.find_worktree(id).is_ok()
+}
+
+/// Registers worktree `id` at `path` and checks out local branch `branch` there.
+pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(), git2::Error> {
+    let reference = repo.find_reference(&format!("refs/heads/{branch}"))?;
+    let mut opts = git2::WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    repo.worktree(id, path, Some(&opts))?;
+    Ok(())
+}
+
+/// Drops the registration `id` (even when it is locked); with `remove_files`
+/// its directory goes too. Nothing happens when `id` is not registered.
+pub fn prune(repo: &Repository, id: &str, remove_files: bool) -> Result<(), git2::Error> {
+    let Ok(wt) = repo.find_worktree(id) else {
+        return Ok(());
+    };
+    let mut opts = git2::WorktreePruneOptions::new();
+    opts.valid(true).locked(true).working_tree(remove_files);
+    wt.prune(Some(&mut opts))
+}
+
+/// Where local branch `branch` is checked out other than in worktree
+/// `own_id`: `(true, host root)` for the host checkout, `(false, path)` for
+/// another worktree.
+pub fn checked_out_at(
+    repo: &Repository,
+    host_root: &Path,
+    branch: &str,
+    own_id: &str,
+) -> Result<Option<(bool, PathBuf)>, git2::Error> {
+    if head_branch(repo).as_deref() == Some(branch) {
+        return Ok(Some((true, host_root.to_path_buf())));
+    }
+    Ok(registered(repo)?
+        .into_iter()
+        .find(|wt| wt.id != own_id && wt.branch.as_deref() == Some(branch))
+        .map(|wt| (false, wt.path)))
+}
+
+/// The local branch a checkout's HEAD is on (short name), if any.
+pub fn head_branch(repo: &Repository) -> Option<String> {
+    let head = repo.find_reference("HEAD").ok()?;
+    let target = head.symbolic_target().ok().flatten()?;
+    target.strip_prefix("refs/heads/").map(str::to_owned)
+}
+
+/// The commit at the tip of local branch `branch`.
+pub fn branch_tip(repo: &Repository, branch: &str) -> Option<Oid> {
+    repo.find_reference(&format!("refs/heads/{branch}"))
+        .and_then(|r| r.peel_to_commit())
+        .map(|c| c.id())
+        .ok()
+}
+
+/// Creates local branch `branch` at `at`; when `track` names a
+/// remote-tracking ref (`refs/remotes/origin/x`) the branch tracks it, like
+/// `git branch --track`.
+pub fn create_branch(
+    repo: &Repository,
+    branch: &str,
+    at: Oid,
+    track: Option<&str>,
+) -> Result<(), git2::Error> {
+    let commit = repo.find_commit(at)?;
+    let mut created = repo.branch(branch, &commit, false)?;
+    if let Some(upstream) = track.and_then(|t| t.strip_prefix("refs/remotes/")) {
+        // A branch that cannot track is still a good branch.
+        let _ = created.set_upstream(Some(upstream));
+    }
+    Ok(())
+}
+
+/// Deletes local branch `branch` if it exists.
+pub fn delete_branch(repo: &Repository, branch: &str) -> Result<(), git2::Error> {
+    match repo.find_branch(branch, BranchType::Local) {
+        Ok(mut b) => b.delete(),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The newest commit both `a` and `b` contain, if they share history.
+pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Option<Oid> {
+    repo.merge_base(a, b).ok()
+}
+
+/// Uncommitted paths of the checkout at `path` (see [`changed_paths`]).
+pub fn changed_paths_at(path: &Path) -> Result<Vec<String>, git2::Error> {
+    changed_paths(&Repository::open(path)?)
+}
+
+/// Commits on local branch `branch` that `base` does not have, counted in the
+/// checkout at `path`; 0 when either is unknown.
+pub fn ahead_of(path: &Path, branch: &str, base: &str) -> Result<usize, git2::Error> {
+    let repo = Repository::open(path)?;
+    Ok(match (branch_tip(&repo, branch), Oid::from_str(base)) {
+        (Some(tip), Ok(base)) => repo
+            .graph_ahead_behind(tip, base)
+            .map(|(ahead, _)| ahead)
+            .unwrap_or(0),
+        _ => 0,
+    })
+}
+
+/// What re-using a worktree found about its branch and the branch's upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FastForward {
+    /// HEAD is not on the branch (detached or switched): left alone.
+    NotOnBranch,
+    /// Uncommitted changes: left alone.
+    Dirty,
+    /// The branch has no upstream, or the upstream is gone.
+    NoUpstream,
+    /// Already at the upstream.
+    UpToDate,
+    /// Moved forward to the upstream (short name).
+    Moved { upstream: String },
+    /// Ahead of the upstream: nothing to do.
+    Ahead { upstream: String },
+    /// Branch and upstream have diverged: left alone.
+    Diverged { upstream: String },
+}
+
+/// Fast-forwards branch `branch` in the checkout at `path` to `upstream` (a
+/// full ref) when that is safe: HEAD on the branch, no uncommitted changes,
+/// and the upstream strictly ahead. The checkout refuses to overwrite anything.
+pub fn fast_forward(
+    path: &Path,
+    branch: &str,
+    upstream: Option<&str>,
+) -> Result<FastForward, git2::Error> {
+    let repo = Repository::open(path)?;
+    if head_branch(&repo).as_deref() != Some(branch) {
+        return Ok(FastForward::NotOnBranch);
+    }
+    if !changed_paths(&repo)?.is_empty() {
+        return Ok(FastForward::Dirty);
+    }
+    let Some(upstream) = upstream else {
+        return Ok(FastForward::NoUpstream);
+    };
+    let short = super::policy::short_ref(upstream).to_owned();
+    let full = format!("refs/heads/{branch}");
+    let tip = repo.find_reference(&full)?.peel_to_commit()?;
+    let Ok(up) = repo
+        .find_reference(upstream)
+        .and_then(|r| r.peel_to_commit())
+    else {
+        return Ok(FastForward::NoUpstream);
+    };
+    if up.id() == tip.id() {
+        return Ok(FastForward::UpToDate);
+    }
+    if repo.graph_descendant_of(up.id(), tip.id())? {
+        let mut checkout = CheckoutBuilder::new();
+        checkout.safe();
+        repo.checkout_tree(up.as_object(), Some(&mut checkout))?;
+        repo.reference_matching(
+            &full,
+            up.id(),
+            true,
+            tip.id(),
+            "slipway: fast-forward to upstream",
+        )?;
+        return Ok(FastForward::Moved { upstream: short });
+    }
+    if repo.graph_descendant_of(tip.id(), up.id())? {
+        return Ok(FastForward::Ahead { upstream: short });
+    }
+    Ok(FastForward::Diverged { upstream: short })
+}
+
+/// Deletes a temporary branch unless it holds commits that are on no other
+/// branch; returns (deleted, why kept).
+pub fn delete_temp_branch_if_merged(
+    host: &HostRepo,
+    branch: &str,
+    base_commit: &str,
+) -> Result<(bool, Option<String>), git2::Error> {
+    let repo = host.git();
+    let full = format!("refs/heads/{branch}");
+    let Ok(mut reference) = repo.find_reference(&full) else {
+        return Ok((false, None));
+    };
+    let tip = reference.peel_to_commit()?.id();
+    let base = Oid::from_str(base_commit).ok();
+    let in_base =
+        base.is_some_and(|b| b == tip || repo.graph_descendant_of(b, tip).unwrap_or(false));
+    let in_head = host
+        .head_commit()
+        .is_some_and(|h| h == tip || repo.graph_descendant_of(h, tip).unwrap_or(false));
+    if in_base || in_head || is_contained_elsewhere(repo, tip, &full)? {
+        reference.delete()?;
+        return Ok((true, None));
+    }
+    let unique = commits_between(repo, base, tip)
+        .map(|c| c.len())
+        .unwrap_or(0);
+    Ok((
+        false,
+        Some(format!(
+            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; merge it with `git merge {branch}` or discard it with `git branch -D {branch}`"
+        )),
+    ))
+}
