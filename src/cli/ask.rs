@@ -4,6 +4,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
+use slipway::git::HostRepo;
 use slipway::git::policy::{SourcePolicy, branch_choices};
 use slipway::run::workspace::{Isolation, WorkspacePlan};
 
@@ -56,8 +57,8 @@ pub fn resolve_ask(policy: SourcePolicy, repo: &Path) -> Result<SourcePolicy, Cl
     if policy != SourcePolicy::Ask || !interactive() {
         return Ok(policy);
     }
-    let repo = git2::Repository::discover(repo)?;
-    choose("the new worktree", &branch_choices(&repo)?)
+    let host = HostRepo::open(repo)?;
+    choose("the new worktree", &branch_choices(host.git())?)
 }
 
 /// Answers every `ask` mount of a workspace, in mount order, when a person is there.
@@ -67,10 +68,10 @@ pub fn resolve_workspace(plan: &mut WorkspacePlan) -> Result<(), CliError> {
     }
     for mount in &mut plan.mounts {
         if mount.isolation != Isolation::Shared && mount.source == SourcePolicy::Ask {
-            let repo = git2::Repository::open(&mount.src)?;
+            let host = HostRepo::open(&mount.src)?;
             mount.source = choose(
                 &format!("the mount {}", mount.dst.display()),
-                &branch_choices(&repo)?,
+                &branch_choices(host.git())?,
             )?;
         }
     }

@@ -29,19 +29,13 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
         None => std::env::temp_dir().join(format!("slipway-demo-{}", slipway::util::random_hex(4))),
     };
     std::fs::create_dir_all(&dir)?;
-    let repo = git2::Repository::init(&dir)?;
-    {
-        let mut config = repo.config()?;
-        config.set_str("user.name", "slipway demo")?;
-        config.set_str("user.email", "demo@slipway.invalid")?;
-    }
     std::fs::write(dir.join("NOTES.md"), "# Notes\n")?;
-    let mut index = repo.index()?;
-    index.add_path(std::path::Path::new("NOTES.md"))?;
-    index.write()?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    let sig = repo.signature()?;
-    repo.commit(Some("HEAD"), &sig, &sig, "initial commit", &tree, &[])?;
+    slipway::git::init_with_first_commit(
+        &dir,
+        ("slipway demo", "demo@slipway.invalid"),
+        &["NOTES.md"],
+        "initial commit",
+    )?;
     if !json {
         eprintln!("slipway demo: repository at {}", dir.display());
     }

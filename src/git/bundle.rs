@@ -2,6 +2,7 @@
 //! pack. They carry commits into and out of isolated sandboxes with their SHAs.
 
 use std::io::Write;
+use std::path::Path;
 
 use git2::{Oid, Repository};
 
@@ -158,4 +159,112 @@ mod tests {
             Err(BundleError::BadHeader)
         ));
     }
+}
+
+/// A step of moving a branch through a bundle failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{step}: {source}")]
+pub struct StepError {
+    /// What was being done, for people.
+    pub step: &'static str,
+    /// Why it failed.
+    #[source]
+    pub source: BundleError,
+}
+
+fn step<T, E: Into<BundleError>>(step: &'static str, r: Result<T, E>) -> Result<T, StepError> {
+    r.map_err(|e| StepError {
+        step,
+        source: e.into(),
+    })
+}
+
+/// A bundle of local branch `branch` of the checkout at `worktree`, carrying
+/// only what is new since `have` when the checkout holds that commit; with
+/// the branch's tip (the base the receiver starts from).
+pub fn of_branch(
+    worktree: &Path,
+    branch: &str,
+    have: Option<Oid>,
+) -> Result<(Vec<u8>, Option<Oid>), StepError> {
+    let repo = step("cannot open the worktree", Repository::open(worktree))?;
+    let refname = format!("refs/heads/{branch}");
+    let tip = repo.refname_to_id(&refname).ok();
+    let have = have.filter(|h| repo.find_commit(*h).is_ok());
+    let bytes = step("cannot bundle the branch", create(&repo, &refname, have))?;
+    Ok((bytes, tip))
+}
+
+/// Where commits that came back in a bundle went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The bundle's tip for the branch, when it named the branch.
+    pub tip: Option<Oid>,
+    /// Set when the tip was not a fast-forward of `base`: the commits were
+    /// kept on this side branch and the branch did not move.
+    pub diverged_branch: Option<String>,
+}
+
+/// Imports a bundle's commits into the repository at `repo_dir` and, when the
+/// bundle's `branch` is a fast-forward of `base` (what the other side started
+/// from, still the branch's tip here), checks the new tip out in the clean
+/// checkout at `worktree` and moves the branch. Otherwise the commits are kept
+/// on a side branch and nothing else changes.
+pub fn apply(
+    repo_dir: &Path,
+    worktree: &Path,
+    branch: &str,
+    base: Option<Oid>,
+    bytes: &[u8],
+) -> Result<Applied, StepError> {
+    let repo = step("cannot open the repository", Repository::open(repo_dir))?;
+    let refs = step("cannot import the commits", import(&repo, bytes))?;
+    let refname = format!("refs/heads/{branch}");
+    let Some((tip, _)) = refs.iter().find(|(_, name)| *name == refname) else {
+        return Ok(Applied::default());
+    };
+    let current = repo.refname_to_id(&refname).ok();
+    let fast_forward = match current {
+        None => true,
+        Some(c) => c == *tip || repo.graph_descendant_of(*tip, c).unwrap_or(false),
+    };
+    if !(fast_forward && current == base) {
+        let side = format!("{branch}-isolated-{}", &tip.to_string()[..8]);
+        step(
+            "cannot keep the diverged commits",
+            repo.reference(
+                &format!("refs/heads/{side}"),
+                *tip,
+                false,
+                "slipway: diverged isolated work",
+            ),
+        )?;
+        return Ok(Applied {
+            tip: Some(*tip),
+            diverged_branch: Some(side),
+        });
+    }
+    let wt = step("cannot open the worktree", Repository::open(worktree))?;
+    let commit = step("cannot read the new tip", wt.find_commit(*tip))?;
+    // The worktree is as the other side started (clean apart from what was
+    // seeded); bring its files and index to the new tip, then move the branch.
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout.force();
+    step(
+        "cannot update the worktree",
+        wt.checkout_tree(commit.as_object(), Some(&mut checkout)),
+    )?;
+    step(
+        "cannot move the branch",
+        repo.reference(
+            &refname,
+            *tip,
+            true,
+            "slipway: commits from the isolated sandbox",
+        ),
+    )?;
+    Ok(Applied {
+        tip: Some(*tip),
+        diverged_branch: None,
+    })
 }

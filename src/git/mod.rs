@@ -9,6 +9,7 @@
 
 pub mod branches;
 pub mod bundle;
+pub mod clone;
 pub mod merge;
 pub mod pack_commits;
 pub mod policy;
@@ -150,10 +151,113 @@ impl HostRepo {
             .map(|c| c.id())
     }
 
+    /// The user's configured name and email, when both are set.
+    pub fn identity(&self) -> Option<(String, String)> {
+        let sig = self.repo.signature().ok()?;
+        Some((sig.name().ok()?.to_owned(), sig.email().ok()?.to_owned()))
+    }
+
+    /// Whether a rebase, merge, cherry-pick or similar is under way in the host checkout.
+    pub fn operation_in_progress(&self) -> bool {
+        self.repo.state() != git2::RepositoryState::Clean
+    }
+
     /// Opens a linked worktree (or any checkout) of this repository by path.
     pub fn open_checkout(path: &Path) -> Result<Repository, git2::Error> {
         Repository::open(path)
     }
+}
+
+/// What a folder is to git, read without changing anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Folder {
+    /// The root of a checkout, with its repository's common git dir.
+    CheckoutRoot { common_dir: PathBuf },
+    /// Inside a checkout (or its git dir) whose root is elsewhere.
+    Inside { root: PathBuf },
+    /// A bare repository: no checkout.
+    Bare,
+    /// Not in any repository (or one libgit2 cannot open: the message).
+    NotRepository { message: String },
+}
+
+/// Reads what `path` (already canonical) is to git: opened as a repository
+/// first, discovered upwards when that fails.
+pub fn inspect_folder(path: &Path) -> Folder {
+    match Repository::open(path) {
+        Ok(repo) => match repo.workdir().map(canonical) {
+            None => Folder::Bare,
+            Some(root) if root == path => Folder::CheckoutRoot {
+                common_dir: canonical(repo.commondir()),
+            },
+            // `path` is the git dir itself, or a folder libgit2 opened as one.
+            Some(root) => Folder::Inside { root },
+        },
+        Err(open_error) => match Repository::discover(path)
+            .ok()
+            .and_then(|r| r.workdir().map(canonical))
+        {
+            Some(root) if path.starts_with(&root) => Folder::Inside { root },
+            _ => Folder::NotRepository {
+                message: open_error.message().to_owned(),
+            },
+        },
+    }
+}
+
+/// An operation a checkout is in the middle of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InProgress {
+    /// `git merge` stopped on conflicts.
+    Merge,
+    /// `git revert`.
+    Revert,
+    /// `git cherry-pick`.
+    CherryPick,
+    /// `git bisect`.
+    Bisect,
+    /// `git rebase`.
+    Rebase,
+    /// `git am`.
+    ApplyMailbox,
+}
+
+/// What the checkout whose root is `root` is in the middle of, if anything.
+pub fn in_progress_at(root: &Path) -> Result<Option<InProgress>, git2::Error> {
+    use git2::RepositoryState as S;
+    Ok(match Repository::open(root)?.state() {
+        S::Clean => None,
+        S::Merge => Some(InProgress::Merge),
+        S::Revert | S::RevertSequence => Some(InProgress::Revert),
+        S::CherryPick | S::CherryPickSequence => Some(InProgress::CherryPick),
+        S::Bisect => Some(InProgress::Bisect),
+        S::Rebase | S::RebaseInteractive | S::RebaseMerge => Some(InProgress::Rebase),
+        S::ApplyMailbox | S::ApplyMailboxOrRebase => Some(InProgress::ApplyMailbox),
+    })
+}
+
+/// Makes a new repository at `dir` whose local identity is `identity` (name,
+/// email) and whose first commit holds `files` (paths relative to `dir`,
+/// already written). For demos and fixtures: the user's config is not touched.
+pub fn init_with_first_commit(
+    dir: &Path,
+    identity: (&str, &str),
+    files: &[&str],
+    message: &str,
+) -> Result<(), git2::Error> {
+    let repo = Repository::init(dir)?;
+    let mut config = repo.config()?.open_level(git2::ConfigLevel::Local)?;
+    config.set_str("user.name", identity.0)?;
+    config.set_str("user.email", identity.1)?;
+    let mut index = repo.index()?;
+    for file in files {
+        index.add_path(Path::new(file))?;
+    }
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let sig = git2::Signature::now(identity.0, identity.1)?;
+    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[])?;
+    Ok(())
 }
 
 /// Resolves symlinks where possible so paths compare equal across spellings.

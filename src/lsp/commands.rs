@@ -292,10 +292,9 @@ pub fn validate_run(
     let source = args.source.clone().unwrap_or(SourcePolicy::HostHead);
     let new_branch = match &strategy {
         RunStrategy::MergeToHead => true,
-        RunStrategy::Branch { name, .. } => host
-            .git()
-            .find_branch(name, git2::BranchType::Local)
-            .is_err(),
+        RunStrategy::Branch { name, .. } => {
+            crate::git::worktrees::branch_tip(host.git(), name).is_none()
+        }
         RunStrategy::Head => false,
     };
     if args.worktree.is_none() && new_branch {

@@ -18,7 +18,7 @@ use crate::git::merge::{MergeError, MergeOutcome, merge_into_host};
 use crate::git::policy::SourcePolicy;
 use crate::git::refname::{InvalidBranchName, validate_branch_name};
 use crate::git::refsnap::{RefChange, RefSnapshot};
-use crate::git::{HostRepo, changed_paths, commits_between};
+use crate::git::{HostRepo, commits_between};
 use crate::sandbox::host::HostSandbox;
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::worktree::lock::{BranchLock, LockError};
@@ -471,18 +471,17 @@ impl Ctx<'_> {
     }
 }
 
-fn identity_env(repo: &git2::Repository) -> Vec<(String, String)> {
-    let Ok(sig) = repo.signature() else {
-        return Vec::new();
-    };
-    let (Some(name), Some(email)) = (sig.name().ok(), sig.email().ok()) else {
+/// The user's identity for the agent's commits, as environment (never as
+/// config: the user's global git config is not touched).
+fn identity_env(host: &HostRepo) -> Vec<(String, String)> {
+    let Some((name, email)) = host.identity() else {
         return Vec::new();
     };
     vec![
-        ("GIT_AUTHOR_NAME".into(), name.to_owned()),
-        ("GIT_AUTHOR_EMAIL".into(), email.to_owned()),
-        ("GIT_COMMITTER_NAME".into(), name.to_owned()),
-        ("GIT_COMMITTER_EMAIL".into(), email.to_owned()),
+        ("GIT_AUTHOR_NAME".into(), name.clone()),
+        ("GIT_AUTHOR_EMAIL".into(), email.clone()),
+        ("GIT_COMMITTER_NAME".into(), name),
+        ("GIT_COMMITTER_EMAIL".into(), email),
     ]
 }
 
@@ -783,7 +782,7 @@ async fn drive(
         }
         _ => place.branch.clone(),
     };
-    let mut env = identity_env(host.git());
+    let mut env = identity_env(host);
     env.push(("SLIPWAY_SOURCE_BRANCH".into(), place.branch.clone()));
     env.push(("SLIPWAY_TARGET_BRANCH".into(), target_branch.clone()));
     env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.clone()));

@@ -3,12 +3,7 @@
 
 use super::*;
 
-pub(super) fn branch_tip(repo: &git2::Repository, branch: &str) -> Option<git2::Oid> {
-    repo.find_reference(&format!("refs/heads/{branch}"))
-        .and_then(|r| r.peel_to_commit())
-        .map(|c| c.id())
-        .ok()
-}
+pub(super) use crate::git::worktrees::branch_tip;
 
 /// What the run works in.
 pub(super) struct Place {
@@ -147,10 +142,7 @@ pub(super) fn finish_place(
         }
     }
     // Closing (above) checks for changes itself; only a kept worktree needs it here.
-    let dirty = git2::Repository::open(&place.cwd)
-        .ok()
-        .and_then(|r| changed_paths(&r).ok())
-        .unwrap_or_default();
+    let dirty = crate::git::worktrees::changed_paths_at(&place.cwd).unwrap_or_default();
     record.state = if dirty.is_empty() {
         WorktreeState::Active
     } else {

@@ -6,13 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository};
+use git2::Oid;
 use serde::{Deserialize, Serialize};
 
 use super::RunError;
+use crate::git::bundle::BundleError;
 use crate::git::policy::{self, SourcePolicy};
 use crate::git::refsnap::{RefChange, RefSnapshot};
-use crate::git::{HostRepo, bundle, changed_paths, commits_between};
+use crate::git::{HostRepo, clone, commits_between};
 use crate::sandbox::docker::Mount;
 use crate::worktree::lock::BranchLock;
 use crate::worktree::{self, CreateRequest, WorktreeTarget};
@@ -110,8 +111,8 @@ pub fn sources_required(plan: &WorkspacePlan) -> Result<Vec<(PathBuf, Vec<String
     let mut out = Vec::new();
     for m in &plan.mounts {
         if m.isolation != Isolation::Shared && m.source == SourcePolicy::Ask {
-            let repo = Repository::open(&m.src)?;
-            out.push((m.dst.clone(), policy::branch_choices(&repo)?));
+            let host = HostRepo::open(&m.src).map_err(|e| RunError::Invalid(e.to_string()))?;
+            out.push((m.dst.clone(), policy::branch_choices(host.git())?));
         }
     }
     Ok(out)
@@ -132,17 +133,6 @@ pub fn workdir_on_host(plan: &WorkspacePlan, mounts: &[Materialised]) -> Option<
         })
 }
 
-fn strip_credentials(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://{host}{path}"),
-        None => url.to_owned(),
-    }
-}
-
 /// Creates every mount's checkout in order. On failure, what was made so far is
 /// cleaned up by the same never-lose rules.
 pub fn materialise(plan: &WorkspacePlan, run_id: &str) -> Result<Vec<Materialised>, RunError> {
@@ -159,6 +149,18 @@ pub fn materialise(plan: &WorkspacePlan, run_id: &str) -> Result<Vec<Materialise
         }
     }
     Ok(done)
+}
+
+/// A repository in the middle of a rebase, merge or cherry-pick is not a
+/// place to start from.
+fn refuse_mid_operation(host: &HostRepo) -> Result<(), RunError> {
+    if host.operation_in_progress() {
+        return Err(RunError::Invalid(format!(
+            "{} is in the middle of a rebase, merge or cherry-pick; finish or abort it first",
+            host.root().display()
+        )));
+    }
+    Ok(())
 }
 
 fn branch_name(run_id: &str, index: usize) -> String {
@@ -187,12 +189,7 @@ fn materialise_one(
         Isolation::Shared => Ok(shared(mount)),
         Isolation::Worktree => {
             let host = HostRepo::open(&mount.src).map_err(|e| RunError::Invalid(e.to_string()))?;
-            if host.git().state() != git2::RepositoryState::Clean {
-                return Err(RunError::Invalid(format!(
-                    "{} is in the middle of a rebase, merge or cherry-pick; finish or abort it first",
-                    host.root().display()
-                )));
-            }
+            refuse_mid_operation(&host)?;
             let snapshot = RefSnapshot::take(host.git()).ok();
             let branch = branch_name(run_id, index);
             worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
@@ -223,12 +220,7 @@ fn materialise_one(
         }
         Isolation::Clone => {
             let host = HostRepo::open(&mount.src).map_err(|e| RunError::Invalid(e.to_string()))?;
-            if host.git().state() != git2::RepositoryState::Clean {
-                return Err(RunError::Invalid(format!(
-                    "{} is in the middle of a rebase, merge or cherry-pick; finish or abort it first",
-                    host.root().display()
-                )));
-            }
+            refuse_mid_operation(&host)?;
             let resolved = policy::resolve(host.git(), &mount.source)
                 .map_err(|e| RunError::Invalid(e.to_string()))?;
             let base = resolved.oid();
@@ -239,25 +231,12 @@ fn materialise_one(
                 .join(format!("{}-{index}", run_id));
             worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
             std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(e.to_string()))?;
-            // Objects travel as a fresh pack: nothing is hard-linked with the host.
-            let clone = Repository::init(&dir)?;
-            let refname = format!("refs/heads/{branch}");
-            let pack = bundle::create_at(host.git(), base, &refname, None)?;
-            bundle::import(&clone, &pack).map_err(|e| RunError::Io(e.to_string()))?;
-            let commit = clone.find_commit(base)?;
-            clone.branch(&branch, &commit, true)?;
-            clone.set_head(&refname)?;
-            let mut checkout = git2::build::CheckoutBuilder::new();
-            checkout.force();
-            clone.checkout_head(Some(&mut checkout))?;
+            clone::create(host.git(), &dir, base, &branch).map_err(|e| match e {
+                BundleError::Git(e) => RunError::Git(e),
+                other => RunError::Io(other.to_string()),
+            })?;
             crate::worktree::copy::copy_into_worktree(&host, &dir, copy)
                 .map_err(|e| RunError::Io(e.to_string()))?;
-            // The clone's origin is the host's own upstream, without credentials.
-            if let Ok(origin) = host.git().find_remote("origin")
-                && let Ok(url) = origin.url()
-            {
-                let _ = clone.remote("origin", &strip_credentials(url));
-            }
             Ok(Materialised {
                 plan: mount.clone(),
                 host_path: dir,
@@ -368,59 +347,19 @@ fn finish_clone(m: &Materialised, result: &mut MountResult) {
     let (Some(root), Some(branch)) = (&m.repo_root, &m.branch) else {
         return;
     };
-    let Ok(clone) = Repository::open(&m.host_path) else {
+    let Some(work) = clone::bring_back(&m.host_path, root, branch, m.base) else {
         return;
     };
-    let refname = format!("refs/heads/{branch}");
-    let Ok(tip) = clone.refname_to_id(&refname) else {
-        return;
-    };
-    let mut brought_back = m.base == Some(tip);
-    if m.base != Some(tip)
-        && let (Ok(host), Ok(pack)) = (
-            Repository::open(root),
-            bundle::create(&clone, &refname, m.base),
-        )
-        && bundle::import(&host, &pack).is_ok()
-        && host
-            .reference(&refname, tip, false, "slipway: work from a workspace clone")
-            .is_ok()
-    {
-        brought_back = true;
-        result.commits = commits_between(&host, m.base, tip)
-            .map(|c| c.into_iter().map(|o| o.to_string()).collect())
-            .unwrap_or_default();
+    if work.in_host && m.base != Some(work.tip) {
+        result.commits = work.commits;
     }
-    let dirty = changed_paths(&clone).map(|c| !c.is_empty()).unwrap_or(true);
-    if brought_back && !dirty {
+    if work.in_host && !work.dirty {
         let _ = std::fs::remove_dir_all(&m.host_path);
     } else {
         result.preserved_path = Some(m.host_path.clone());
     }
-    if !brought_back || m.base == Some(tip) {
+    if !work.in_host || m.base == Some(work.tip) {
         // No branch was made in the host repository.
         result.branch = None;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::strip_credentials;
-
-    #[test]
-    fn credentials_never_reach_the_clone() {
-        assert_eq!(
-            strip_credentials("https://user:token@example.com/r.git"),
-            "https://example.com/r.git"
-        );
-        assert_eq!(
-            strip_credentials("https://example.com/r.git"),
-            "https://example.com/r.git"
-        );
-        assert_eq!(strip_credentials("/srv/git/r.git"), "/srv/git/r.git");
-        assert_eq!(
-            strip_credentials("ssh://git@example.com/r.git"),
-            "ssh://example.com/r.git"
-        );
     }
 }

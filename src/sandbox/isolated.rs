@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use git2::{Oid, Repository};
+use git2::Oid;
 
 use super::docker::{DockerConfig, DockerSandbox};
 use super::{BoxFuture, ExecSpec, Execution, OutputEvent, Sandbox, SandboxError};
-use crate::git::{bundle, changed_paths};
+use crate::git::bundle;
 
 /// Where things live inside the container.
 const IN_DIR: &str = "/tmp/slipway-in";
@@ -123,17 +123,15 @@ pub fn build_seed(
     copied: &[String],
     have: Option<Oid>,
 ) -> Result<(Vec<u8>, Option<Oid>), SandboxError> {
-    let repo = Repository::open(worktree).map_err(|e| other("cannot open the worktree", e))?;
-    let refname = format!("refs/heads/{branch}");
-    let base = repo.refname_to_id(&refname).ok();
-    let have = have.filter(|h| repo.find_commit(*h).is_ok());
-    let bundle =
-        bundle::create(&repo, &refname, have).map_err(|e| other("cannot bundle the branch", e))?;
+    let (bundle, base) =
+        bundle::of_branch(worktree, branch, have).map_err(|e| other(e.step, e.source))?;
     let mut builder = tar::Builder::new(Vec::new());
     add_file(&mut builder, "slipway-in/repo.bundle", &bundle, 0o644)?;
     let mut deleted = String::new();
     let mut seeded = String::new();
-    for path in changed_paths(&repo).map_err(|e| other("cannot read the worktree status", e))? {
+    for path in crate::git::worktrees::changed_paths_at(worktree)
+        .map_err(|e| other("cannot read the worktree status", e))?
+    {
         if worktree.join(&path).symlink_metadata().is_ok() {
             add_tree(
                 &mut builder,
@@ -414,7 +412,10 @@ fn apply(
         }
     }
     if let Some(bytes) = bundle_bytes {
-        apply_commits(host_repo, worktree, branch, base, &bytes, &mut collected)?;
+        let applied = bundle::apply(host_repo, worktree, branch, base, &bytes)
+            .map_err(|e| other(e.step, e.source))?;
+        collected.new_tip = applied.tip;
+        collected.diverged_branch = applied.diverged_branch;
     }
     let mut archive = tar::Archive::new(tar_bytes);
     for entry in archive.entries().map_err(bad)? {
@@ -462,60 +463,6 @@ fn apply(
         }
     }
     Ok(collected)
-}
-
-/// Imports the commits and moves the branch when it is a fast-forward of what
-/// the sandbox started from; otherwise keeps them on a side branch.
-fn apply_commits(
-    host_repo: &Path,
-    worktree: &Path,
-    branch: &str,
-    base: Option<Oid>,
-    bytes: &[u8],
-    collected: &mut Collected,
-) -> Result<(), SandboxError> {
-    let repo = Repository::open(host_repo).map_err(|e| other("cannot open the repository", e))?;
-    let refs = bundle::import(&repo, bytes).map_err(|e| other("cannot import the commits", e))?;
-    let refname = format!("refs/heads/{branch}");
-    let Some((tip, _)) = refs.iter().find(|(_, name)| *name == refname) else {
-        return Ok(());
-    };
-    let current = repo.refname_to_id(&refname).ok();
-    let fast_forward = match current {
-        None => true,
-        Some(c) => c == *tip || repo.graph_descendant_of(*tip, c).unwrap_or(false),
-    };
-    collected.new_tip = Some(*tip);
-    if !(fast_forward && current == base) {
-        let side = format!("{branch}-isolated-{}", &tip.to_string()[..8]);
-        repo.reference(
-            &format!("refs/heads/{side}"),
-            *tip,
-            false,
-            "slipway: diverged isolated work",
-        )
-        .map_err(|e| other("cannot keep the diverged commits", e))?;
-        collected.diverged_branch = Some(side);
-        return Ok(());
-    }
-    let wt = Repository::open(worktree).map_err(|e| other("cannot open the worktree", e))?;
-    let commit = wt
-        .find_commit(*tip)
-        .map_err(|e| other("cannot read the new tip", e))?;
-    // The host worktree is as the sandbox started (clean apart from what was
-    // seeded); bring its files and index to the new tip, then move the branch.
-    let mut checkout = git2::build::CheckoutBuilder::new();
-    checkout.force();
-    wt.checkout_tree(commit.as_object(), Some(&mut checkout))
-        .map_err(|e| other("cannot update the worktree", e))?;
-    repo.reference(
-        &refname,
-        *tip,
-        true,
-        "slipway: commits from the isolated sandbox",
-    )
-    .map_err(|e| other("cannot move the branch", e))?;
-    Ok(())
 }
 
 impl Sandbox for IsolatedSandbox {

@@ -1,15 +1,14 @@
 //! Workspace rules. Every error names the file, the mount (by its `dst`) and
 //! the fix, and has a stable [`ValidationError::kind`].
 //!
-//! Host repositories are only read (libgit2 `open`, `workdir`, `commondir`,
-//! `state`): nothing here writes to them or runs a program they name.
+//! Host repositories are only read (through `git::inspect_folder` and
+//! `git::in_progress_at`): nothing here writes to them or runs a program they name.
 
 use std::path::{Path, PathBuf};
 
-use git2::{Repository, RepositoryState};
-
 use super::{FileKind, Isolation, Workspace, normalize};
 use crate::git::policy::SourcePolicy;
+use crate::git::{Folder, InProgress, in_progress_at, inspect_folder};
 
 /// A workspace file that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -366,46 +365,26 @@ fn check_repo_root(
     isolation: Isolation,
 ) -> Result<(PathBuf, PathBuf), ValidationError> {
     let resolved = canonical(src);
-    match Repository::open(&resolved) {
-        Ok(repo) => {
-            let Some(workdir) = repo.workdir() else {
-                return Err(ValidationError::BareRepository {
-                    file: file.to_path_buf(),
-                    mount: mount.to_owned(),
-                    src: src.to_path_buf(),
-                });
-            };
-            let root = canonical(workdir);
-            if root != resolved {
-                // `src` is the git dir itself, or a folder libgit2 opened as one.
-                return Err(ValidationError::NotRepositoryRoot {
-                    file: file.to_path_buf(),
-                    mount: mount.to_owned(),
-                    src: src.to_path_buf(),
-                    root,
-                    isolation,
-                });
-            }
-            Ok((root, canonical(repo.commondir())))
-        }
-        Err(_) => match Repository::discover(&resolved)
-            .ok()
-            .and_then(|r| r.workdir().map(canonical))
-        {
-            Some(root) if resolved.starts_with(&root) => Err(ValidationError::NotRepositoryRoot {
-                file: file.to_path_buf(),
-                mount: mount.to_owned(),
-                src: src.to_path_buf(),
-                root,
-                isolation,
-            }),
-            _ => Err(ValidationError::NotARepository {
-                file: file.to_path_buf(),
-                mount: mount.to_owned(),
-                src: src.to_path_buf(),
-                isolation,
-            }),
-        },
+    match inspect_folder(&resolved) {
+        Folder::CheckoutRoot { common_dir } => Ok((resolved, common_dir)),
+        Folder::Bare => Err(ValidationError::BareRepository {
+            file: file.to_path_buf(),
+            mount: mount.to_owned(),
+            src: src.to_path_buf(),
+        }),
+        Folder::Inside { root } => Err(ValidationError::NotRepositoryRoot {
+            file: file.to_path_buf(),
+            mount: mount.to_owned(),
+            src: src.to_path_buf(),
+            root,
+            isolation,
+        }),
+        Folder::NotRepository { .. } => Err(ValidationError::NotARepository {
+            file: file.to_path_buf(),
+            mount: mount.to_owned(),
+            src: src.to_path_buf(),
+            isolation,
+        }),
     }
 }
 
@@ -623,25 +602,17 @@ pub(crate) fn problems(ws: &Workspace) -> Vec<ValidationError> {
 use super::Mount;
 
 /// The operation a repository is in the middle of, and how to finish or abort it.
-fn busy(state: RepositoryState) -> Option<(&'static str, &'static str)> {
-    use RepositoryState as S;
-    match state {
-        S::Clean => None,
-        S::Merge => Some(("merge", "git commit, or git merge --abort")),
-        S::Revert | S::RevertSequence => {
-            Some(("revert", "git revert --continue, or git revert --abort"))
-        }
-        S::CherryPick | S::CherryPickSequence => Some((
+fn busy(operation: InProgress) -> (&'static str, &'static str) {
+    match operation {
+        InProgress::Merge => ("merge", "git commit, or git merge --abort"),
+        InProgress::Revert => ("revert", "git revert --continue, or git revert --abort"),
+        InProgress::CherryPick => (
             "cherry-pick",
             "git cherry-pick --continue, or git cherry-pick --abort",
-        )),
-        S::Bisect => Some(("bisect", "git bisect reset")),
-        S::Rebase | S::RebaseInteractive | S::RebaseMerge => {
-            Some(("rebase", "git rebase --continue, or git rebase --abort"))
-        }
-        S::ApplyMailbox | S::ApplyMailboxOrRebase => {
-            Some(("git am", "git am --continue, or git am --abort"))
-        }
+        ),
+        InProgress::Bisect => ("bisect", "git bisect reset"),
+        InProgress::Rebase => ("rebase", "git rebase --continue, or git rebase --abort"),
+        InProgress::ApplyMailbox => ("git am", "git am --continue, or git am --abort"),
     }
 }
 
@@ -651,8 +622,8 @@ fn busy(state: RepositoryState) -> Option<(&'static str, &'static str)> {
 pub(crate) fn launch_checks(ws: &Workspace) -> Result<(), ValidationError> {
     let file = ws.path.as_path();
     for m in &ws.mounts {
-        let repo = match Repository::open(&m.src) {
-            Ok(r) => r,
+        let state = match in_progress_at(&m.src) {
+            Ok(state) => state,
             Err(e) if m.isolation.is_isolated() => {
                 return Err(ValidationError::Git {
                     file: file.to_path_buf(),
@@ -663,10 +634,13 @@ pub(crate) fn launch_checks(ws: &Workspace) -> Result<(), ValidationError> {
             }
             Err(_) => continue, // a shared folder that is no repository root
         };
-        if repo.workdir().map(canonical) != Some(canonical(&m.src)) {
+        if !matches!(
+            inspect_folder(&canonical(&m.src)),
+            Folder::CheckoutRoot { .. }
+        ) {
             continue;
         }
-        if let Some((operation, commands)) = busy(repo.state()) {
+        if let Some((operation, commands)) = state.map(busy) {
             return Err(ValidationError::HostRepoBusy {
                 file: file.to_path_buf(),
                 mount: m.label(),
