@@ -231,9 +231,8 @@ pub fn create_locked(
 
     let mut notes = Vec::new();
     let full = format!("refs/heads/{branch}");
-    let (base, created_branch, source_label, policy_text) = match worktrees::branch_tip(
-        repo, &branch,
-    ) {
+    let existing_tip = worktrees::branch_tip(repo, &branch);
+    let (base, created_branch, source_label, policy_text) = match existing_tip {
         Some(tip) => {
             if !matches!(request.source, SourcePolicy::HostHead)
                 || matches!(
