@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Sidecar benchmarks, against the git CLI in the same run.
 
-    python3 benches/lsp_bench.py [BRANCHES] [ROUNDS]
+    python3 benches/lsp_bench.py [BRANCHES] [ROUNDS] [FILES] [WORKTREES]
 
 - cold start: spawn `slipway lsp` until the `initialize` reply, against spawning
   `git rev-parse --git-dir` in the same repository;
 - `slipway.branches` round-trip on BRANCHES branches (default 5000) in a warm
   sidecar, against `git for-each-ref` with the same fields;
-- idle RSS of the sidecar one second after `initialized`.
+- idle RSS of the sidecar one second after `initialized`;
+- idle CPU of a sidecar watching WORKTREES worktrees of a FILES-file repository
+  (defaults 5 and 5000), against what polling `git status` in each of them twice a
+  second (the sidecar's refresh rate) costs.
 Prints a Markdown table of medians.
 """
 import json, os, subprocess, sys, tempfile, time, statistics
@@ -15,6 +18,8 @@ import json, os, subprocess, sys, tempfile, time, statistics
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BRANCHES = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+FILES = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
+WORKTREES = int(sys.argv[4]) if len(sys.argv) > 4 else 5
 subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", os.path.join(ROOT, "Cargo.toml")], check=True)
 SLIPWAY = os.path.join(ROOT, "target", "release", "slipway")
 
@@ -35,8 +40,8 @@ subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True, env=env)
 
 
 class Sidecar:
-    def __init__(self):
-        self.p = subprocess.Popen([SLIPWAY, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=repo)
+    def __init__(self, cwd=None):
+        self.p = subprocess.Popen([SLIPWAY, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd or repo)
         self.next_id = 0
 
     def send(self, obj):
@@ -107,6 +112,52 @@ for _ in range(ROUNDS):
 listed = len(answer["result"]["branches"])
 s.close()
 
+# Idle CPU: a repository of FILES tracked files with WORKTREES slipway worktrees.
+big = os.path.join(work, "big")
+subprocess.run(["git", "init", "-q", big], check=True, env=env)
+for d in range(100):
+    os.makedirs(os.path.join(big, "src", f"d{d}"), exist_ok=True)
+for i in range(FILES):
+    with open(os.path.join(big, "src", f"d{i % 100}", f"f{i}.txt"), "w") as f:
+        f.write(f"file {i}\n")
+subprocess.run(["git", "add", "-A"], cwd=big, check=True, env=env)
+subprocess.run(["git", "commit", "-qm", "fixture"], cwd=big, check=True, env=env)
+trees = []
+for w in range(WORKTREES):
+    out = subprocess.run([SLIPWAY, "--json", "worktree", "create", "--branch", f"idle-{w}"], cwd=big, env=env, check=True, capture_output=True)
+    trees.append(json.loads(out.stdout)["path"])
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+s = Sidecar(cwd=big)
+s.request("initialize", dict(INIT, workspaceFolders=[{"uri": "file://" + big, "name": "big"}]))
+s.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+s.request("workspace/executeCommand", {"command": "slipway.list", "arguments": [{"root": big}]})
+time.sleep(2.0)
+IDLE_SECS = 10
+c0, t0 = cpu_seconds(s.p.pid), time.perf_counter()
+time.sleep(IDLE_SECS)
+c1, t1 = cpu_seconds(s.p.pid), time.perf_counter()
+idle_cpu = (c1 - c0) / (t1 - t0)
+s.close()
+# The peer: `git status` in every worktree, twice a second, for the same time.
+g0 = os.times()
+ticks = 0
+end = time.perf_counter() + IDLE_SECS
+while time.perf_counter() < end:
+    tick = time.perf_counter()
+    for t in trees:
+        subprocess.run(["git", "status", "--porcelain"], cwd=t, env=env, stdout=subprocess.DEVNULL, check=True)
+    ticks += 1
+    time.sleep(max(0.0, 0.5 - (time.perf_counter() - tick)))
+g1 = os.times()
+git_cpu = ((g1.children_user - g0.children_user) + (g1.children_system - g0.children_system)) / (ticks * 0.5)
+
 ms = lambda xs: statistics.median(xs) * 1000
 print()
 print(f"fixture: {BRANCHES} branches ({listed} listed); median of {ROUNDS} rounds")
@@ -116,3 +167,4 @@ print("| --- | --- | --- | --- |")
 print(f"| cold start to `initialize` reply vs spawning `git rev-parse --git-dir` | {ms(cold):.1f} ms | {ms(git_spawn):.1f} ms | {ms(cold) / ms(git_spawn):.2f} |")
 print(f"| `slipway.branches` round-trip (warm sidecar) vs `git for-each-ref` | {ms(branches):.1f} ms | {ms(git_ref):.1f} ms | {ms(branches) / ms(git_ref):.2f} |")
 print(f"| idle RSS after `initialized` | {rss_kb / 1024:.1f} MB | | |")
+print(f"| idle CPU, {WORKTREES} worktrees of a {FILES}-file repository, vs `git status` in each twice a second | {100 * idle_cpu:.1f}% | {100 * git_cpu:.1f}% | {idle_cpu / git_cpu:.2f} |")

@@ -564,23 +564,27 @@ fn a_preserved_dirty_worktree_gets_one_warning_per_changed_file_until_forced_clo
     assert!(files_with_diagnostics(&mut lsp).is_empty());
 }
 
+/// A worktree on `branch`, made dirty and closed (so preserved), once its
+/// warnings have been published; returns it and its dirty files.
+fn preserved_dirty_worktree(lsp: &mut Lsp, repo: &Path, branch: &str) -> (PathBuf, Vec<PathBuf>) {
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": branch }),
+    );
+    let wt = canon(&path_of(&created, "path"));
+    let files = make_dirty(&wt);
+    let kept = lsp.ok("slipway.close", json!({ "root": repo, "worktree": branch }));
+    assert_eq!(kept["removed"], false, "{kept}");
+    wait_latest_diagnostics(lsp, 0, &files, is_dirty_warning, "warnings first");
+    (wt, files)
+}
+
 #[test]
 fn cleaning_a_preserved_worktree_by_hand_clears_its_diagnostics() {
     let env = TestEnv::new();
     let repo = canon(&env.new_repo("repo"));
     let mut lsp = Lsp::start(&env, Some(&repo), true);
-    let created = lsp.ok(
-        "slipway.createWorktree",
-        json!({ "root": repo, "strategy": "branch", "branch": "by-hand" }),
-    );
-    let wt = canon(&path_of(&created, "path"));
-    let files = make_dirty(&wt);
-    let kept = lsp.ok(
-        "slipway.close",
-        json!({ "root": repo, "worktree": "by-hand" }),
-    );
-    assert_eq!(kept["removed"], false, "{kept}");
-    wait_latest_diagnostics(&mut lsp, 0, &files, is_dirty_warning, "warnings first");
+    let (wt, files) = preserved_dirty_worktree(&mut lsp, &repo, "by-hand");
 
     let since = lsp.history().len();
     env.git(&wt, &["checkout", "--", "README.md"]);
@@ -619,4 +623,79 @@ fn a_dirty_preserved_worktree_from_before_start_up_is_diagnosed_at_start_up() {
     lsp.collect_for(Duration::from_millis(1200));
     let expected: BTreeSet<PathBuf> = files.iter().cloned().collect();
     assert_eq!(files_with_diagnostics(&mut lsp), expected);
+}
+
+#[test]
+fn committing_in_a_preserved_worktree_clears_its_diagnostics() {
+    // A commit changes the worktree's index and HEAD under the common git dir,
+    // not its files: the sidecar must notice it there too, well before its
+    // 30-second re-read of statuses it was not told about.
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let (wt, files) = preserved_dirty_worktree(&mut lsp, &repo, "committed");
+
+    let since = lsp.history().len();
+    let started = Instant::now();
+    env.git(&wt, &["add", "-A"]);
+    env.git(&wt, &["commit", "-qm", "keep the work"]);
+    wait_latest_diagnostics(
+        &mut lsp,
+        since,
+        &files,
+        is_empty,
+        "diagnostics cleared once the work is committed",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}: the commit was not noticed, only the periodic re-read",
+        started.elapsed()
+    );
+}
+
+/// Asks `slipway.status` for `path` until `dirty` is `want` or 5 seconds pass.
+fn wait_dirty(lsp: &mut Lsp, path: &Path, want: bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let status = lsp.ok("slipway.status", json!({ "path": path }));
+        if status["dirty"] == want || Instant::now() > deadline {
+            return status;
+        }
+        lsp.collect_for(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn edits_are_followed_in_a_worktree_closed_and_made_again_at_the_same_path() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let create = json!({ "root": repo, "strategy": "branch", "branch": "again" });
+    let wt = canon(&path_of(
+        &lsp.ok("slipway.createWorktree", create.clone()),
+        "path",
+    ));
+    let status = wait_dirty(&mut lsp, &wt, false);
+    assert_eq!(status["inWorktree"], true, "{status}");
+    std::fs::write(wt.join("first.txt"), "x\n").expect("write");
+    let status = wait_dirty(&mut lsp, &wt, true);
+    assert_eq!(status["dirty"], true, "an edit is seen: {status}");
+
+    lsp.ok(
+        "slipway.close",
+        json!({ "root": repo, "worktree": "again", "force": true }),
+    );
+    let again = canon(&path_of(&lsp.ok("slipway.createWorktree", create), "path"));
+    assert_eq!(again, wt, "the same branch gets the same folder");
+    let status = wait_dirty(&mut lsp, &wt, false);
+    assert_eq!(
+        status["dirty"], false,
+        "the new worktree is clean: {status}"
+    );
+    std::fs::write(wt.join("second.txt"), "x\n").expect("write");
+    let status = wait_dirty(&mut lsp, &wt, true);
+    assert_eq!(
+        status["dirty"], true,
+        "an edit in the new worktree is seen within 5 s: {status}"
+    );
 }

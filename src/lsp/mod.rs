@@ -8,6 +8,7 @@ mod framing;
 pub mod protocol;
 mod server;
 mod state;
+mod status_cache;
 
 use std::path::Path;
 

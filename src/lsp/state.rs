@@ -2,7 +2,8 @@
 //! snapshot of its worktrees and runs (for `slipway/status`, `slipway.status`
 //! and diagnostics), and the runs it follows (for progress and
 //! `slipway/runFinished`). A loop refreshes it twice a second, or at once after
-//! a command changed something.
+//! a command changed something; a worktree's `git status` is read again only
+//! when it changed on disk (see `status_cache`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use super::protocol::{RunFinished, RunFinishedParams, SlipwayStatus};
+use super::status_cache::StatusCache;
 use crate::git::{HostRepo, canonical};
 use crate::run::RunEvent;
 use crate::run::record::{RunRecord, RunState, read_events};
@@ -74,6 +76,8 @@ struct Repo {
     root: PathBuf,
     snapshot: Option<Snapshot>,
     follows: HashMap<String, Follow>,
+    /// Shared with the blocking refresh task, hence a plain mutex.
+    statuses: Arc<std::sync::Mutex<StatusCache>>,
 }
 
 /// The sidecar's state.
@@ -128,11 +132,18 @@ impl State {
     /// Registers a repository by its common dir and root (idempotent).
     pub async fn register(&self, common_dir: PathBuf, root: PathBuf) {
         let mut repos = self.repos.lock().await;
-        repos.entry(common_dir).or_insert_with(|| Repo {
+        repos.entry(common_dir.clone()).or_insert_with(|| Repo {
             root,
             snapshot: None,
             follows: HashMap::new(),
+            statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(&common_dir))),
         });
+    }
+
+    /// The status cache of a registered repository.
+    async fn statuses(&self, common_dir: &Path) -> Option<Arc<std::sync::Mutex<StatusCache>>> {
+        let repos = self.repos.lock().await;
+        repos.get(common_dir).map(|r| r.statuses.clone())
     }
 
     /// Starts following a run started by this sidecar.
@@ -216,8 +227,12 @@ impl State {
             return json!({ "inWorktree": false, "root": null, "id": null, "branch": null, "dirty": false, "runId": null });
         };
         self.register(common.clone(), root.clone()).await;
+        let Some(statuses) = self.statuses(&common).await else {
+            return Value::Null;
+        };
         if let Ok(Some(refresh)) =
-            tokio::task::spawn_blocking(move || compute(&common, &root, &HashMap::new())).await
+            tokio::task::spawn_blocking(move || compute(&common, &root, &HashMap::new(), &statuses))
+                .await
         {
             let mut repos = self.repos.lock().await;
             if let Some(repo) = repos.get_mut(&refresh.common_dir) {
@@ -240,9 +255,13 @@ impl State {
         };
         let root = root.to_path_buf();
         let common_for_task = common.clone();
-        if let Ok(Some(refresh)) =
-            tokio::task::spawn_blocking(move || compute(&common_for_task, &root, &HashMap::new()))
-                .await
+        let Some(statuses) = self.statuses(&common).await else {
+            return;
+        };
+        if let Ok(Some(refresh)) = tokio::task::spawn_blocking(move || {
+            compute(&common_for_task, &root, &HashMap::new(), &statuses)
+        })
+        .await
         {
             let mut repos = self.repos.lock().await;
             if let Some(repo) = repos.get_mut(&common) {
@@ -310,7 +329,13 @@ impl State {
                 self.register(common, root).await;
             }
         }
-        let work: Vec<(PathBuf, PathBuf, HashMap<String, u64>)> = {
+        type Work = (
+            PathBuf,
+            PathBuf,
+            HashMap<String, u64>,
+            Arc<std::sync::Mutex<StatusCache>>,
+        );
+        let work: Vec<Work> = {
             let repos = self.repos.lock().await;
             repos
                 .iter()
@@ -320,13 +345,14 @@ impl State {
                         .iter()
                         .map(|(id, f)| (id.clone(), f.offset))
                         .collect();
-                    (common.clone(), r.root.clone(), offsets)
+                    (common.clone(), r.root.clone(), offsets, r.statuses.clone())
                 })
                 .collect()
         };
-        for (common, root, offsets) in work {
+        for (common, root, offsets, statuses) in work {
             let refresh =
-                tokio::task::spawn_blocking(move || compute(&common, &root, &offsets)).await;
+                tokio::task::spawn_blocking(move || compute(&common, &root, &offsets, &statuses))
+                    .await;
             if let Ok(Some(refresh)) = refresh {
                 self.apply(client, refresh).await;
             }
@@ -586,9 +612,23 @@ pub fn open_paths(path: &Path) -> Option<(PathBuf, PathBuf)> {
 }
 
 /// Reads one repository's worktrees and runs (blocking).
-fn compute(common: &Path, root: &Path, offsets: &HashMap<String, u64>) -> Option<Refresh> {
+fn compute(
+    common: &Path,
+    root: &Path,
+    offsets: &HashMap<String, u64>,
+    statuses: &std::sync::Mutex<StatusCache>,
+) -> Option<Refresh> {
     let host = HostRepo::open(root).ok()?;
-    let worktrees = worktree::list(&host).ok()?;
+    // Refreshes of one repository take turns; a poisoned cache is only stale.
+    let mut cache = statuses
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let worktrees = worktree::list_with(&host, |record| {
+        cache.status(record, || worktree::read_status(record))
+    })
+    .ok()?;
+    cache.retain(&worktrees.iter().map(|w| w.path.clone()).collect());
+    drop(cache);
     let slipway_dir = host.slipway_dir();
     let mut records = RunRecord::load_all(&slipway_dir);
     for r in &mut records {

@@ -465,6 +465,24 @@ pub struct WorktreeStatus {
 
 /// Lists every slipway worktree of the repository, after reconciling records with git.
 pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
+    list_with(host, read_status)
+}
+
+/// A present worktree's changed paths and commits ahead of its base, read
+/// from disk (a `git status` of the whole checkout).
+pub fn read_status(record: &WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error> {
+    Ok((
+        worktrees::changed_paths_at(&record.path)?,
+        worktrees::ahead_of(&record.path, &record.branch, &record.base_commit)?,
+    ))
+}
+
+/// [`list`], asking `status` for each present worktree's changed paths and
+/// commits ahead (the sidecar answers from a cache when nothing changed).
+pub fn list_with(
+    host: &HostRepo,
+    mut status: impl FnMut(&WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error>,
+) -> Result<Vec<WorktreeStatus>, git2::Error> {
     reconcile(host)?;
     let repo = host.git();
     let mut out = Vec::new();
@@ -472,10 +490,7 @@ pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
         let creating = record.creating_pid.is_some_and(pid_alive);
         let present = record.path.is_dir() && worktrees::is_registered(repo, &record.id);
         let (changed, ahead) = if present && !creating {
-            (
-                worktrees::changed_paths_at(&record.path)?,
-                worktrees::ahead_of(&record.path, &record.branch, &record.base_commit)?,
-            )
+            status(&record)?
         } else {
             (Vec::new(), 0)
         };
