@@ -699,3 +699,48 @@ fn edits_are_followed_in_a_worktree_closed_and_made_again_at_the_same_path() {
         "an edit in the new worktree is seen within 5 s: {status}"
     );
 }
+
+#[test]
+fn a_branch_moved_from_outside_shows_in_the_next_status_push() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "moved" }),
+    );
+    let id = s(&created, "id").to_owned();
+    let ahead_is = |n: u64| {
+        let id = id.clone();
+        move |p: &Value| {
+            status_worktrees(p)
+                .iter()
+                .any(|w| w["id"] == id.as_str() && w["ahead"] == n)
+        }
+    };
+    lsp.expect_notification_since(0, "slipway/status", ahead_is(0), WAIT, "ahead 0 first");
+
+    // A commit with the same tree, put on the branch from the host: the
+    // worktree's files and index do not change, only refs/heads/moved.
+    let since = lsp.history().len();
+    let started = Instant::now();
+    let tree = env.git(&repo, &["rev-parse", "moved^{tree}"]);
+    let commit = env.git(
+        &repo,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "moved",
+            "-m",
+            "moved from outside",
+        ],
+    );
+    env.git(&repo, &["update-ref", "refs/heads/moved", &commit]);
+    lsp.expect_notification_since(since, "slipway/status", ahead_is(1), WAIT, "ahead 1");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}: the moved branch was not noticed, only the periodic re-read",
+        started.elapsed()
+    );
+}

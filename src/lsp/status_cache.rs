@@ -2,7 +2,8 @@
 //! does not run `git status` on every worktree twice a second. A filesystem
 //! watcher (inotify, FSEvents, …) on each worktree and on its admin dir under
 //! the common git dir (index, HEAD, reflog: a commit changes those, not the
-//! files) marks a worktree changed; its status is read again on the next
+//! files) marks a worktree changed, and one on `refs/heads` marks them all (a
+//! branch moved from outside changes what is ahead); it is read again on the next
 //! refresh, which is what debounces a burst of writes. A worktree that cannot
 //! be watched (no watcher, or the system's watch limit) is read on every
 //! refresh, and any status older than [`MAX_AGE`] is read again in case an
@@ -66,6 +67,8 @@ struct Events {
 /// The cached statuses of one repository's worktrees.
 pub struct StatusCache {
     common_dir: PathBuf,
+    /// `<common>/refs/heads`, when it is watched.
+    branch_refs: Option<PathBuf>,
     entries: HashMap<PathBuf, Entry>,
     /// Worktree path → when that worktree was made, and the folders watched for it.
     watched: HashMap<PathBuf, (u64, Vec<PathBuf>)>,
@@ -102,8 +105,15 @@ impl StatusCache {
             }
         })
         .ok();
+        let mut watcher = watcher;
+        let refs = common_dir.join("refs").join("heads");
+        let branch_refs = watcher
+            .as_mut()
+            .and_then(|w| w.watch(&refs, RecursiveMode::Recursive).ok())
+            .map(|()| refs);
         StatusCache {
             common_dir: common_dir.to_path_buf(),
+            branch_refs,
             entries: HashMap::new(),
             watched: HashMap::new(),
             events,
@@ -209,6 +219,11 @@ impl StatusCache {
         }
         if events.paths.is_empty() {
             return;
+        }
+        if let Some(refs) = &self.branch_refs
+            && events.paths.iter().any(|p| p.starts_with(refs))
+        {
+            self.entries.clear();
         }
         let stale: Vec<PathBuf> = self
             .watched
