@@ -89,23 +89,23 @@ impl StatusCache {
     pub fn new(common_dir: &Path) -> StatusCache {
         let events = Arc::new(Mutex::new(Events::default()));
         let sink = events.clone();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let mut events = lock(&sink);
-            match event {
-                // Reads (ours included) change nothing.
-                Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
-                Ok(event) if events.paths.len() + event.paths.len() <= EVENT_BACKLOG => {
-                    events.paths.extend(event.paths)
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let mut events = lock(&sink);
+                match event {
+                    // Reads (ours included) change nothing.
+                    Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
+                    Ok(event) if events.paths.len() + event.paths.len() <= EVENT_BACKLOG => {
+                        events.paths.extend(event.paths)
+                    }
+                    // Too many to keep, or the watcher lost track: assume everything changed.
+                    Ok(_) | Err(_) => {
+                        events.paths.clear();
+                        events.overflowed = true;
+                    }
                 }
-                // Too many to keep, or the watcher lost track: assume everything changed.
-                Ok(_) | Err(_) => {
-                    events.paths.clear();
-                    events.overflowed = true;
-                }
-            }
-        })
-        .ok();
-        let mut watcher = watcher;
+            })
+            .ok();
         let refs = common_dir.join("refs").join("heads");
         let branch_refs = watcher
             .as_mut()
