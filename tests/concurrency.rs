@@ -6,7 +6,6 @@ mod common;
 use common::*;
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 
@@ -69,6 +68,44 @@ fn dead_pid() -> u32 {
     let pid = child.id();
     child.wait().expect("wait true");
     pid
+}
+
+/// Another process holding a branch lock the way a run does (an advisory lock
+/// on the lock file, its pid written inside) until it is dropped. Not this
+/// process: a lock taken here would stay held, after it is let go, by any
+/// child another test is forking at that moment, until that child execs.
+struct LockHolder(Child);
+
+impl LockHolder {
+    fn take(lock: &Path) -> LockHolder {
+        let script = r#"exec 9<>"$1" && flock -n 9 && printf '{"pid":%d,"branch":"held","time":1}' $$ > "$1" && echo locked && exec sleep 600"#;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", script, "sh"])
+            .arg(lock)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh runs (flock(1) from util-linux holds the lock)");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+            &mut line,
+        )
+        .expect("read from the holder");
+        assert_eq!(line.trim(), "locked", "the holder could not take the lock");
+        LockHolder(child)
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        // The kernel drops the lock as the process exits, before `wait` returns.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Learns a branch's lock file by creating and closing a worktree for it.
@@ -241,29 +278,15 @@ fn a_lock_held_by_a_live_process_blocks_create_and_close() {
     let env = TestEnv::new();
     let repo = env.new_repo("host");
     let lock = lock_file_for(&env, &repo, "held");
-    let me = std::process::id();
-
-    let hold = || {
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .truncate(false)
-            .open(&lock)
-            .expect("open lock file");
-        file.try_lock().expect("test takes the lock");
-        file.set_len(0).unwrap();
-        write!(file, "{{\"pid\":{me},\"branch\":\"held\",\"time\":1}}").unwrap();
-        file.flush().unwrap();
-        file
-    };
 
     // Create is refused at once, naming the holder.
-    let held = hold();
+    let held = LockHolder::take(&lock);
+    let holder = held.pid();
     let (_, err) = env.slipway_fail(&repo, &["worktree", "create", "--branch", "held"]);
     assert_eq!(s(&err, "kind"), "branchInUse", "{err}");
     assert!(
-        s(&err, "message").contains(&format!("process {me} ")),
-        "does not name pid {me}: {err}"
+        s(&err, "message").contains(&format!("process {holder} ")),
+        "does not name pid {holder}: {err}"
     );
     assert!(list(&env, &repo).is_empty(), "created despite the lock");
     assert_eq!(git_worktree_paths(&env, &repo).len(), 1);
@@ -274,7 +297,7 @@ fn a_lock_held_by_a_live_process_blocks_create_and_close() {
     assert!(path.is_dir());
 
     // Close is refused too while the branch is held.
-    let held = hold();
+    let held = LockHolder::take(&lock);
     let (_, err) = env.slipway_fail(&repo, &["worktree", "close", "held"]);
     assert_eq!(s(&err, "kind"), "branchInUse", "{err}");
     assert!(path.is_dir(), "closed despite the lock");
