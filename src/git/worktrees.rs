@@ -133,17 +133,23 @@ pub fn changed_paths_at(path: &Path) -> Result<Vec<String>, git2::Error> {
     changed_paths(&Repository::open(path)?)
 }
 
-/// Commits on local branch `branch` that `base` does not have, counted in the
-/// checkout at `path`; 0 when either is unknown.
-pub fn ahead_of(path: &Path, branch: &str, base: &str) -> Result<usize, git2::Error> {
+/// The checkout at `path`: its uncommitted paths (see [`changed_paths`]) and
+/// the commits on local branch `branch` that `base` does not have (0 when
+/// either is unknown), read through one handle.
+pub fn status_at(
+    path: &Path,
+    branch: &str,
+    base: &str,
+) -> Result<(Vec<String>, usize), git2::Error> {
     let repo = Repository::open(path)?;
-    Ok(match (branch_tip(&repo, branch), Oid::from_str(base)) {
+    let ahead = match (branch_tip(&repo, branch), Oid::from_str(base)) {
         (Some(tip), Ok(base)) => repo
             .graph_ahead_behind(tip, base)
             .map(|(ahead, _)| ahead)
             .unwrap_or(0),
         _ => 0,
-    })
+    };
+    Ok((changed_paths(&repo)?, ahead))
 }
 
 /// What re-using a worktree found about its branch and the branch's upstream.

@@ -471,10 +471,7 @@ pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
 /// A present worktree's changed paths and commits ahead of its base, read
 /// from disk (a `git status` of the whole checkout).
 pub fn read_status(record: &WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error> {
-    Ok((
-        worktrees::changed_paths_at(&record.path)?,
-        worktrees::ahead_of(&record.path, &record.branch, &record.base_commit)?,
-    ))
+    worktrees::status_at(&record.path, &record.branch, &record.base_commit)
 }
 
 /// [`list`], asking `status` for each present worktree's changed paths and
