@@ -2,7 +2,7 @@
 //! Code's stream-json, edits and commits, and records the command line it got.
 //! The run captures the session id and usage; a second run resumes the session.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,10 +6,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use slipway::agent::session::{
+use slipway_core::agent::session::{
     SessionError, SessionPlace, SessionStore, claude_project_dir_name, pi_session_dir_name,
 };
-use slipway::agent::{
+use slipway_core::agent::{
     Agent, AgentEvent, AgentOptions, AgentSpec, AgentSpecError, MAX_ARG_PROMPT_BYTES,
 };
 
@@ -187,10 +187,10 @@ fn provider_specs_round_trip_in_camel_case() {
         AgentSpec::ClaudeCode(AgentOptions {
             model: Some("opus".into()),
             effort: Some("high".into()),
-            permission_mode: Some(slipway::agent::PermissionMode::AcceptEdits),
+            permission_mode: Some(slipway_core::agent::PermissionMode::AcceptEdits),
             binary: Some("/opt/claude/bin/claude".into()),
             extra_args: strs(&["--max-turns", "40"]),
-            resume: Some(slipway::agent::ResumeSpec {
+            resume: Some(slipway_core::agent::ResumeSpec {
                 session_id: "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f".into(),
                 fork: true,
             }),
@@ -227,7 +227,7 @@ fn provider_specs_round_trip_in_camel_case() {
     let o = s.options().expect("options");
     assert_eq!(
         o.permission_mode,
-        Some(slipway::agent::PermissionMode::Plan)
+        Some(slipway_core::agent::PermissionMode::Plan)
     );
     assert_eq!(o.resume.as_ref().map(|r| r.fork), Some(false));
     // Typos are errors, not silently ignored options.

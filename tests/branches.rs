@@ -1,7 +1,7 @@
 //! `slipway --json branches` (DESIGN.md §3, `slipway.branches`), compared with
 //! what `git for-each-ref` says about the same repositories.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

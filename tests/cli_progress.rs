@@ -2,7 +2,7 @@
 //! when stderr is a pipe or `--json` is given. The terminal is a real pty from
 //! util-linux `script`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

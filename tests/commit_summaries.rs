@@ -3,7 +3,7 @@
 //! the fast path to what libgit2 and git say about the same objects, and check
 //! that loose and deltified commits still come out right.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::path::Path;
 use common::*;
 use git2::{Oid, Repository, Signature, Time};
 use proptest::prelude::*;
-use slipway::git::pack_commits::{PackCommits, subject};
+use slipway_core::git::pack_commits::{PackCommits, subject};
 
 /// Every commit of `dir` with git's committer time, one per line.
 fn git_commits(env: &TestEnv, dir: &Path) -> Vec<(Oid, i64)> {

@@ -2,7 +2,7 @@
 //! stale locks left by dead processes, and locks held by a live one
 //! (DESIGN.md §2 "Worktrees", Concurrency).
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::collections::BTreeSet;

@@ -1,7 +1,7 @@
 //! `slipway image build` against the real engine: a Dockerfile the user owns,
 //! built from the local test image (nothing is pulled), with UID and GID passed.
 
-mod common;
+use crate::common;
 
 use common::*;
 

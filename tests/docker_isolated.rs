@@ -3,7 +3,7 @@
 //! `scripts/docker-remote-setup.sh`): no bind mounts, code in as a bundle and
 //! files, commits back with their SHAs, uncommitted results back as files.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

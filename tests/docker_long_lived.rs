@@ -1,7 +1,7 @@
 //! Long-lived sandboxes: create once, run several times, exec a command, close
 //! (the container only; the worktree follows its own close rules). Real engine.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

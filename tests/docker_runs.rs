@@ -3,7 +3,7 @@
 //! is a script run inside the container. Nothing is skipped: a missing engine
 //! fails with a message that says how to start one.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! (`bash scripts/docker-setup.sh` makes both). Nothing here is skipped: an
 //! engine that does not answer is a failure that says how to start one.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use bollard::Docker;
 use common::{TestEnv, s};
-use slipway::sandbox::docker::{
+use slipway_core::sandbox::docker::{
     DockerConfig, DockerSandbox, Mount, host_user, protected_mounts, reap_orphans,
 };
-use slipway::sandbox::{ExecSpec, Execution, OutputEvent, Sandbox};
+use slipway_core::sandbox::{ExecSpec, Execution, OutputEvent, Sandbox};
 
 const IMAGE: &str = "slipway-test:latest";
 /// Every container of this file carries this scope, so a reap here never
@@ -22,7 +22,7 @@ const SCOPE: &str = "slipway-tests";
 
 /// The engine, or a failure that says how to get one.
 async fn engine() -> Docker {
-    let docker = match slipway::sandbox::docker::connect().await {
+    let docker = match slipway_core::sandbox::docker::connect().await {
         Ok(d) => d,
         Err(e) => panic!(
             "the Docker engine is not reachable: {e}\nrun `bash scripts/docker-setup.sh` (as root) to install and start it"

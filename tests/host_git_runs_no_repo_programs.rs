@@ -5,7 +5,7 @@
 //! run, and no sentinel may exist. At the end the same plants are fired through
 //! the real git CLI, proving the test would catch a leak.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

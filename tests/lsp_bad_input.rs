@@ -3,9 +3,8 @@
 //! (unknown methods and commands, wrong arguments, paths outside any
 //! repository, hostile branch names) come first, framing-level garbage last.
 
-mod common;
-#[path = "common/lsp.rs"]
-mod lsp;
+use crate::common;
+use crate::common::lsp;
 
 use std::path::Path;
 use std::time::Duration;

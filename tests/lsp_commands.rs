@@ -3,9 +3,8 @@
 //! `slipway/status` pushes, diagnostics for preserved dirty worktrees, and
 //! shutdown.
 
-mod common;
-#[path = "common/lsp.rs"]
-mod lsp;
+use crate::common;
+use crate::common::lsp;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -5,9 +5,8 @@
 //! (a new sidecar re-attaches, or reports a run that ended while none was up,
 //! exactly once).
 
-mod common;
-#[path = "common/lsp.rs"]
-mod lsp;
+use crate::common;
+use crate::common::lsp;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

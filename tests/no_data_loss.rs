@@ -1,7 +1,7 @@
 //! Safety rule 4: nothing is lost. Every failure path keeps every commit and
 //! every uncommitted file, and says where they are.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

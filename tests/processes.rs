@@ -1,7 +1,7 @@
 //! The agent's whole process tree dies on idle timeout, cancel and completion
 //! grace (checked by pid), and nothing keeps running after a run.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

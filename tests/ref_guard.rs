@@ -2,7 +2,7 @@
 //! compared with the snapshot taken before it; any that moved is restored and
 //! reported.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Runs on the host sandbox: prompts, templates, iterations, the completion
 //! signal, hooks, the agent's environment and the run log.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

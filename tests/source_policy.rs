@@ -2,7 +2,7 @@
 //! end to end through `slipway --json resolve` and `slipway --json worktree
 //! create` against real repositories, with real git as the reference answer.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

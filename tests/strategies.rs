@@ -1,7 +1,7 @@
 //! Branch strategies: where the agent's commits land, checked against `git log`,
 //! and no `refs/heads` entry left behind that the result does not name.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,16 +3,16 @@
 //! error text, and the `workspace create|edit|show|list|rm` library calls the
 //! CLI makes — against real temp dirs and real git repositories.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
 use common::TestEnv;
 use proptest::prelude::*;
-use slipway::git::policy::SourcePolicy;
-use slipway::workspace::edit::{self, EditError, EditRequest, MountArg};
-use slipway::workspace::migrate::{self, CURRENT_VERSION};
-use slipway::workspace::{
+use slipway_core::git::policy::SourcePolicy;
+use slipway_core::workspace::edit::{self, EditError, EditRequest, MountArg};
+use slipway_core::workspace::migrate::{self, CURRENT_VERSION};
+use slipway_core::workspace::{
     FileKind, HookDefaults, Isolation, Mount, RunDefaults, SandboxKind, StrategyKind,
     ValidationError, Workspace, WorkspaceError, WorkspaceStore, workspaces_dir_from,
 };
@@ -252,7 +252,7 @@ fn text_list() -> impl Strategy<Value = Vec<String>> {
 fn defaults() -> impl Strategy<Value = RunDefaults> {
     (
         prop::option::of(prop::sample::select(
-            slipway::workspace::AGENT_NAMES.to_vec(),
+            slipway_core::workspace::AGENT_NAMES.to_vec(),
         )),
         prop::option::of(prop::sample::select(SandboxKind::ALL.to_vec())),
         prop::option::of("[a-z0-9./:_\\-]{1,20}"),
@@ -580,7 +580,7 @@ fn a_sound_workspace_passes_and_launches() {
         .iter()
         .map(|m| (m.dst.clone(), m.isolation, m.source.clone()))
         .collect();
-    use slipway::run::workspace::Isolation as RunIsolation;
+    use slipway_core::run::workspace::Isolation as RunIsolation;
     assert_eq!(
         kinds,
         vec![

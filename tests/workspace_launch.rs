@@ -4,7 +4,7 @@
 //! pull or fetch: HEAD, index and FETCH_HEAD unchanged), and the agent's
 //! commits back as branches in both host repositories.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

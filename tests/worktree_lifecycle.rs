@@ -2,7 +2,7 @@
 //! `slipway` binary against real repositories, answers checked with the real
 //! git CLI (DESIGN.md §2 "Worktrees").
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::os::unix::fs::MetadataExt;

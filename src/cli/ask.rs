@@ -4,9 +4,9 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use slipway::git::HostRepo;
-use slipway::git::policy::{SourcePolicy, branch_choices};
-use slipway::run::workspace::{Isolation, WorkspacePlan};
+use slipway_core::git::HostRepo;
+use slipway_core::git::policy::{SourcePolicy, branch_choices};
+use slipway_core::run::workspace::{Isolation, WorkspacePlan};
 
 use super::CliError;
 

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use slipway::agent::AgentSpec;
-use slipway::agent::prompt::PromptSource;
-use slipway::git::HostRepo;
-use slipway::git::policy::SourcePolicy;
-use slipway::run::{Hooks, RunRequest, RunStrategy, SandboxSpec, Timeouts};
+use slipway_core::agent::AgentSpec;
+use slipway_core::agent::prompt::PromptSource;
+use slipway_core::git::HostRepo;
+use slipway_core::git::policy::SourcePolicy;
+use slipway_core::run::{Hooks, RunRequest, RunStrategy, SandboxSpec, Timeouts};
 
 use super::CliError;
 
@@ -26,11 +26,14 @@ echo "<promise>COMPLETE</promise>"
 pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> {
     let dir = match dir {
         Some(d) => d,
-        None => std::env::temp_dir().join(format!("slipway-demo-{}", slipway::util::random_hex(4))),
+        None => std::env::temp_dir().join(format!(
+            "slipway-demo-{}",
+            slipway_core::util::random_hex(4)
+        )),
     };
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("NOTES.md"), "# Notes\n")?;
-    slipway::git::init_with_first_commit(
+    slipway_core::git::init_with_first_commit(
         &dir,
         ("slipway demo", "demo@slipway.invalid"),
         &["NOTES.md"],

@@ -28,14 +28,14 @@ impl CliError {
     }
 }
 
-impl From<slipway::git::OpenError> for CliError {
-    fn from(e: slipway::git::OpenError) -> Self {
+impl From<slipway_core::git::OpenError> for CliError {
+    fn from(e: slipway_core::git::OpenError) -> Self {
         CliError::new(e.kind(), e.to_string())
     }
 }
 
-impl From<slipway::git::policy::SourceError> for CliError {
-    fn from(e: slipway::git::policy::SourceError) -> Self {
+impl From<slipway_core::git::policy::SourceError> for CliError {
+    fn from(e: slipway_core::git::policy::SourceError) -> Self {
         let choices = e.choices().to_vec();
         let err = CliError::new(e.kind(), e.to_string());
         if choices.is_empty() {
@@ -46,15 +46,15 @@ impl From<slipway::git::policy::SourceError> for CliError {
     }
 }
 
-impl From<slipway::git::policy::PolicyArgError> for CliError {
-    fn from(e: slipway::git::policy::PolicyArgError) -> Self {
+impl From<slipway_core::git::policy::PolicyArgError> for CliError {
+    fn from(e: slipway_core::git::policy::PolicyArgError) -> Self {
         CliError::new("invalidParams", e.to_string())
     }
 }
 
-impl From<slipway::worktree::CreateError> for CliError {
-    fn from(e: slipway::worktree::CreateError) -> Self {
-        use slipway::worktree::CreateError;
+impl From<slipway_core::worktree::CreateError> for CliError {
+    fn from(e: slipway_core::worktree::CreateError) -> Self {
+        use slipway_core::worktree::CreateError;
         let path = e.worktree_path().map(|p| p.display().to_string());
         match e {
             CreateError::Source(inner) => inner.into(),
@@ -69,8 +69,8 @@ impl From<slipway::worktree::CreateError> for CliError {
     }
 }
 
-impl From<slipway::worktree::CloseError> for CliError {
-    fn from(e: slipway::worktree::CloseError) -> Self {
+impl From<slipway_core::worktree::CloseError> for CliError {
+    fn from(e: slipway_core::worktree::CloseError) -> Self {
         CliError::new(e.kind(), e.to_string())
     }
 }

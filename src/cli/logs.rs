@@ -4,8 +4,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use slipway::git::HostRepo;
-use slipway::run::record::{RunRecord, RunState};
+use slipway_core::git::HostRepo;
+use slipway_core::run::record::{RunRecord, RunState};
 
 use super::CliError;
 

@@ -18,12 +18,12 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
-use slipway::agent::AgentSpec;
-use slipway::agent::prompt::PromptSource;
-use slipway::git::policy::{self, SourcePolicy};
-use slipway::git::{HostRepo, branches};
-use slipway::run::{self, Hooks, RunEvent, RunRequest, RunStrategy, SandboxSpec, Timeouts};
-use slipway::worktree::{self, CreateRequest, WorktreeTarget};
+use slipway_core::agent::AgentSpec;
+use slipway_core::agent::prompt::PromptSource;
+use slipway_core::git::policy::{self, SourcePolicy};
+use slipway_core::git::{HostRepo, branches};
+use slipway_core::run::{self, Hooks, RunEvent, RunRequest, RunStrategy, SandboxSpec, Timeouts};
+use slipway_core::worktree::{self, CreateRequest, WorktreeTarget};
 use tokio_util::sync::CancellationToken;
 
 use args::{AgentArg, Cli, Command, RunArgs, SandboxArg, SourceArgs, StrategyArg, WorktreeCommand};
@@ -200,9 +200,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                     .filter(|m| plan.workdir.starts_with(&m.dst) && HostRepo::open(&m.src).is_ok())
                     .max_by_key(|m| m.dst.components().count())
                     .or_else(|| {
-                        plan.mounts
-                            .iter()
-                            .find(|m| m.isolation != slipway::run::workspace::Isolation::Shared)
+                        plan.mounts.iter().find(|m| {
+                            m.isolation != slipway_core::run::workspace::Isolation::Shared
+                        })
                     })
                     .map(|m| m.src.clone()),
                 _ => cli.repo.clone(),
@@ -226,7 +226,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             run_cli(&host, request, cli.json)
         }
         Command::Lsp(args) => {
-            slipway::lsp::serve_stdio(args.log_file.as_deref())?;
+            crate::lsp::serve_stdio(args.log_file.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run_demo(args.dir, cli.json),
@@ -243,7 +243,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Runs => {
             let host = open(&cli.repo)?;
             let dir = host.slipway_dir();
-            let mut records = slipway::run::record::RunRecord::load_all(&dir);
+            let mut records = slipway_core::run::record::RunRecord::load_all(&dir);
             for r in &mut records {
                 r.settle_if_dead(&dir);
             }
@@ -346,13 +346,13 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
                 .to_possible_value()
                 .map(|v| v.get_name().to_owned())
                 .unwrap_or_default();
-            let options = slipway::agent::AgentOptions {
+            let options = slipway_core::agent::AgentOptions {
                 model: args.model.clone(),
                 effort: args.effort.clone(),
                 resume: args
                     .resume
                     .clone()
-                    .map(|session_id| slipway::agent::ResumeSpec {
+                    .map(|session_id| slipway_core::agent::ResumeSpec {
                         session_id,
                         fork: args.fork,
                     }),
@@ -519,7 +519,7 @@ fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliEr
         };
         build_args.push((k.to_owned(), v.to_owned()));
     }
-    let spec = slipway::sandbox::image::ImageBuild {
+    let spec = slipway_core::sandbox::image::ImageBuild {
         context: match args.context {
             Some(c) => c,
             None => std::env::current_dir()?,
@@ -533,7 +533,7 @@ fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliEr
         .enable_all()
         .build()?;
     let id = runtime
-        .block_on(slipway::sandbox::image::build_image(&spec, |line| {
+        .block_on(slipway_core::sandbox::image::build_image(&spec, |line| {
             if !json {
                 eprintln!("  │ {line}");
             }
@@ -552,7 +552,7 @@ fn sandbox_command(
     command: args::SandboxCommand,
     json: bool,
 ) -> Result<ExitCode, CliError> {
-    use slipway::run::sandboxes;
+    use slipway_core::run::sandboxes;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -648,7 +648,7 @@ fn sandbox_command(
 /// Fills what the command line left unset from the workspace's run defaults
 /// (the command line wins).
 fn apply_workspace_defaults(args: &mut RunArgs, name: &str) -> Result<(), CliError> {
-    use slipway::workspace::{SandboxKind, Workspace};
+    use slipway_core::workspace::{SandboxKind, Workspace};
     let ws = Workspace::load_named(name).map_err(|e| CliError::new(e.kind(), e.to_string()))?;
     let defaults = &ws.defaults;
     if args.sandbox.is_none() {

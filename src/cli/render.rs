@@ -2,10 +2,10 @@
 
 use std::fmt::Write;
 
-use slipway::git::branches::{BranchInfo, BranchKind};
-use slipway::git::merge::MergeOutcome;
-use slipway::run::{RunResult, RunStatus};
-use slipway::worktree::{CloseOutcome, Created, Health, WorktreeStatus};
+use slipway_core::git::branches::{BranchInfo, BranchKind};
+use slipway_core::git::merge::MergeOutcome;
+use slipway_core::run::{RunResult, RunStatus};
+use slipway_core::worktree::{CloseOutcome, Created, Health, WorktreeStatus};
 
 fn short(sha: &str) -> &str {
     &sha[..sha.len().min(10)]
@@ -219,8 +219,8 @@ pub fn run_result(r: &RunResult) -> String {
     out
 }
 
-pub fn runs(records: &[slipway::run::record::RunRecord]) -> String {
-    use slipway::run::record::RunState;
+pub fn runs(records: &[slipway_core::run::record::RunRecord]) -> String {
+    use slipway_core::run::record::RunState;
     if records.is_empty() {
         return "No runs.\n".to_owned();
     }

@@ -1,5 +1,5 @@
 //! `slipway workspace create|edit|show|list|rm`: the grammar and thin
-//! handlers over `slipway::workspace`.
+//! handlers over `slipway_core::workspace`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
-use slipway::workspace::{
+use slipway_core::workspace::{
     self, EditRequest, Workspace, WorkspaceError, WorkspaceStore, edit::apply,
 };
 
@@ -116,7 +116,7 @@ pub fn dispatch(command: WorkspaceCommand, json: bool) -> Result<ExitCode, CliEr
 
 /// For `slipway run --workspace NAME`: loads the named workspace, runs the
 /// launch-time checks and returns what `RunRequest::workspace` takes.
-pub fn plan_for_run(name: &str) -> Result<slipway::run::workspace::WorkspacePlan, CliError> {
+pub fn plan_for_run(name: &str) -> Result<slipway_core::run::workspace::WorkspacePlan, CliError> {
     let ws = Workspace::load_named(name)?;
     Ok(ws.launch_plan().map_err(WorkspaceError::from)?)
 }

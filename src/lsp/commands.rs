@@ -11,12 +11,12 @@ use tower_lsp_server::jsonrpc;
 use super::protocol::{
     self, CancelArgs, CloseArgs, CreateArgs, ResolveArgs, RootArgs, RunArgs, error,
 };
-use crate::agent::prompt::{Prompt, PromptSource};
-use crate::git::policy::{self, SourcePolicy};
-use crate::git::refname::validate_branch_name;
-use crate::git::{HostRepo, OpenError, branches};
-use crate::run::{self, RunRequest, RunStrategy, SandboxSpec, Timeouts};
-use crate::worktree::{self, CloseOutcome, CreateError, CreateRequest, WorktreeTarget};
+use slipway_core::agent::prompt::{Prompt, PromptSource};
+use slipway_core::git::policy::{self, SourcePolicy};
+use slipway_core::git::refname::validate_branch_name;
+use slipway_core::git::{HostRepo, OpenError, branches};
+use slipway_core::run::{self, RunRequest, RunStrategy, SandboxSpec, Timeouts};
+use slipway_core::worktree::{self, CloseOutcome, CreateError, CreateRequest, WorktreeTarget};
 
 type Answer = Result<Value, jsonrpc::Error>;
 
@@ -194,7 +194,7 @@ pub fn validate_run(
         None => None,
         Some(protocol::WorkspaceArg::Plan(plan)) => Some(plan),
         Some(protocol::WorkspaceArg::Name(name)) => {
-            let ws = crate::workspace::Workspace::load_named(&name)
+            let ws = slipway_core::workspace::Workspace::load_named(&name)
                 .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
             Some(
                 ws.launch_plan()
@@ -211,7 +211,7 @@ pub fn validate_run(
         plan
     });
     if let Some(plan) = &workspace {
-        let asks = crate::run::workspace::sources_required(plan)
+        let asks = slipway_core::run::workspace::sources_required(plan)
             .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
         if !asks.is_empty() {
             let mounts: Vec<Value> = asks
@@ -219,7 +219,7 @@ pub fn validate_run(
                 .map(|(dst, choices)| json!({ "dst": dst, "choices": choices }))
                 .collect();
             let first = asks.first().map(|(_, c)| c.clone()).unwrap_or_default();
-            let err = crate::run::RunError::SourcesRequired { mounts: asks };
+            let err = slipway_core::run::RunError::SourcesRequired { mounts: asks };
             return Err(error(
                 "sourceBranchRequired",
                 err.to_string(),
@@ -293,7 +293,7 @@ pub fn validate_run(
     let new_branch = match &strategy {
         RunStrategy::MergeToHead => true,
         RunStrategy::Branch { name, .. } => {
-            crate::git::worktrees::branch_tip(host.git(), name).is_none()
+            slipway_core::git::worktrees::branch_tip(host.git(), name).is_none()
         }
         RunStrategy::Head => false,
     };
@@ -393,10 +393,10 @@ pub fn command_names() -> Vec<String> {
 /// them ask for a source branch at launch.
 pub fn workspaces() -> Answer {
     let entries =
-        crate::workspace::list().map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
+        slipway_core::workspace::list().map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
     let mut out = Vec::new();
     for entry in entries {
-        match crate::workspace::Workspace::load(&entry.path) {
+        match slipway_core::workspace::Workspace::load(&entry.path) {
             Ok(ws) => {
                 let mounts: Vec<Value> = ws
                     .mounts

@@ -5,9 +5,9 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use crate::git::HostRepo;
-use crate::run::RunRequest;
-use crate::run::record::runs_dir;
+use slipway_core::git::HostRepo;
+use slipway_core::run::RunRequest;
+use slipway_core::run::record::runs_dir;
 
 /// Starts `slipway run --request-file …` detached; returns once the process exists.
 pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<String> {
@@ -19,7 +19,7 @@ pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<Strin
     std::fs::create_dir_all(&dir)?;
     let request_file = dir.join(format!("{run_id}.request.json"));
     let bytes = serde_json::to_vec_pretty(request).map_err(std::io::Error::other)?;
-    crate::util::write_atomic(&request_file, &bytes)?;
+    slipway_core::util::write_atomic(&request_file, &bytes)?;
     let stdout = std::fs::File::create(dir.join(format!("{run_id}.out")))?;
     let stderr = std::fs::File::create(dir.join(format!("{run_id}.err")))?;
     let exe = std::env::current_exe()?;

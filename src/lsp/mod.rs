@@ -1,6 +1,8 @@
 //! `slipway lsp`: the editor sidecar. JSON-RPC 2.0 over stdio with LSP framing
 //! (tower-lsp-server). This module only translates between the protocol and
 //! the core; see docs/protocol.md.
+// One stray `println!` would corrupt the protocol on stdout.
+#![deny(clippy::print_stdout)]
 
 mod commands;
 mod detach;

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc;
 use tower_lsp_server::ls_types::notification::Notification;
 
-use crate::agent::AgentSpec;
-use crate::git::policy::SourcePolicy;
-use crate::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usage};
+use slipway_core::agent::AgentSpec;
+use slipway_core::git::policy::SourcePolicy;
+use slipway_core::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usage};
 
 /// The protocol version `initialize` reports as `capabilities.experimental.slipwayProtocol`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -130,7 +130,7 @@ pub enum WorkspaceArg {
     /// The name of a workspace file.
     Name(String),
     /// A plan given in full.
-    Plan(crate::run::workspace::WorkspacePlan),
+    Plan(slipway_core::run::workspace::WorkspacePlan),
 }
 
 /// `slipway.cancel`.

@@ -26,10 +26,10 @@ use tower_lsp_server::ls_types::{
 
 use super::protocol::{RunFinished, RunFinishedParams, SlipwayStatus};
 use super::status_cache::StatusCache;
-use crate::git::{HostRepo, canonical};
-use crate::run::RunEvent;
-use crate::run::record::{RunRecord, RunState, read_events};
-use crate::worktree::{self, WorktreeState, WorktreeStatus};
+use slipway_core::git::{HostRepo, canonical};
+use slipway_core::run::RunEvent;
+use slipway_core::run::record::{RunRecord, RunState, read_events};
+use slipway_core::worktree::{self, WorktreeState, WorktreeStatus};
 
 /// How often the state is refreshed when nothing pokes it.
 const TICK: Duration = Duration::from_millis(500);

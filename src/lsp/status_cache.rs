@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::worktree::{WorktreeRecord, WorktreeState};
+use slipway_core::worktree::{WorktreeRecord, WorktreeState};
 
 /// The longest a status is trusted without being read again.
 pub const MAX_AGE: Duration = Duration::from_secs(30);

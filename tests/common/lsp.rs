@@ -7,8 +7,7 @@
 //! the full history of received messages in arrival order, so tests can assert
 //! on the order of replies and notifications.
 //!
-//! Declared in each test file with `#[path = "common/lsp.rs"] mod lsp;` after
-//! `mod common;`.
+//! Test modules reach it as `crate::common::lsp`.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};

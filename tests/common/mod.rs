@@ -6,6 +6,8 @@
 //! byte-identical to what it wrote: slipway must never write the user's config.
 #![allow(dead_code)]
 
+pub mod lsp;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

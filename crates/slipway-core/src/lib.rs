@@ -1,0 +1,14 @@
+//! slipway-core: private git worktrees and sandboxes for AI coding agents.
+//!
+//! This crate holds all the logic and knows nothing of the protocol or the
+//! command line; the `slipway` binary's `cli` and `lsp` modules only translate
+//! arguments and results.
+#![deny(clippy::print_stdout)]
+
+pub mod agent;
+pub mod git;
+pub mod run;
+pub mod sandbox;
+pub mod util;
+pub mod workspace;
+pub mod worktree;

@@ -1,0 +1,30 @@
+//! Every integration test of slipway, as modules of one test binary: one
+//! link and one run for the whole suite. Each module is a topic; the safety
+//! rules of DESIGN.md section 2 each have a module named after them.
+
+mod common;
+
+mod agent_runs;
+mod agents;
+mod branches;
+mod cli_progress;
+mod commit_summaries;
+mod concurrency;
+mod docker_image;
+mod docker_isolated;
+mod docker_long_lived;
+mod docker_runs;
+mod docker_sandbox;
+mod host_git_runs_no_repo_programs;
+mod lsp_bad_input;
+mod lsp_commands;
+mod lsp_runs;
+mod no_data_loss;
+mod processes;
+mod ref_guard;
+mod runs;
+mod source_policy;
+mod strategies;
+mod workspace_files;
+mod workspace_launch;
+mod worktree_lifecycle;
