@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod git;
+pub mod nofollow;
 pub mod run;
 pub mod sandbox;
 pub mod util;
