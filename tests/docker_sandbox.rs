@@ -58,6 +58,7 @@ fn spec(argv: &[&str], cwd: &Path) -> ExecSpec {
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
         stdin: None,
+        hold: None,
     }
 }
 

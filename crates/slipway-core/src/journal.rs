@@ -34,6 +34,23 @@ pub enum Operation {
     },
     /// A worktree being removed (it was checked clean, or forced).
     Close { id: String, branch: String },
+    /// A run working in a private git dir, from before its agent starts
+    /// until its branch is imported: a run that dies leaves its work there,
+    /// and recovery imports it (once nothing of the run holds `lock_branch`).
+    Import {
+        run_id: String,
+        /// The host ref the run works on, and its value at start.
+        refname: String,
+        start: Option<String>,
+        /// The private git dir on the host.
+        private_dir: std::path::PathBuf,
+        /// The checkout whose index follows the ref.
+        checkout: std::path::PathBuf,
+        /// The branch lock every process of the run holds.
+        lock_branch: String,
+        /// A long-lived sandbox's dir stays after the import.
+        keep: bool,
+    },
 }
 
 /// A journal entry held by the live operation that wrote it.

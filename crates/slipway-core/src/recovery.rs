@@ -25,6 +25,7 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
             Operation::Create { .. } | Operation::Close { .. } => {
                 crate::worktree::recover(host, &entry.op)
             }
+            Operation::Import { .. } => recover_import(host, &entry.op),
         };
         match done {
             Ok(note) => {
@@ -60,4 +61,93 @@ fn recover_merge(
             left.join(", ")
         ))),
     }
+}
+
+/// Imports what a run that died left in its private git dir: its branch
+/// lands like any run's (hashed again, compare-and-swap, or a side branch if
+/// the ref moved), the checkout's index follows, the private dir goes.
+fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, String> {
+    use crate::git::import::{ImportRequest, copy_objects, land};
+    use crate::git::private_dir::PrivateGitDir;
+    let Operation::Import {
+        run_id,
+        refname,
+        start,
+        private_dir,
+        checkout,
+        lock_branch,
+        keep,
+    } = op
+    else {
+        return Ok(None);
+    };
+    // An agent of the run that still lives holds the branch lock: later.
+    let lock = crate::worktree::lock_branch(host, lock_branch).map_err(|e| {
+        format!("the work of run {run_id} is imported once nothing of it runs any more: {e}")
+    })?;
+    let start = start.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
+    let dir = PrivateGitDir::open(private_dir, refname);
+    let tip = match dir.tip() {
+        Ok(tip) => tip,
+        Err(_) if !private_dir.exists() => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut note = None;
+    if let Some(tip) = tip.filter(|t| Some(*t) != start) {
+        let request = ImportRequest {
+            refname,
+            tip,
+            start,
+            run_id,
+        };
+        let objects = copy_objects(host.git(), &dir.objects(), tip).map_err(|e| {
+            format!(
+                "the work of run {run_id} stays in {}: {e}",
+                private_dir.display()
+            )
+        })?;
+        let landed = land(host.git(), &request, objects).map_err(|e| e.to_string())?;
+        let mut warnings = Vec::new();
+        // The ref may have moved before the crash, the index not yet: it
+        // follows whenever the ref is at the run's tip now.
+        let at_tip = host
+            .git()
+            .find_reference(refname)
+            .ok()
+            .and_then(|r| r.target())
+            == Some(tip);
+        if at_tip && checkout.is_dir() {
+            crate::run::private_git::update_checkout_index(
+                checkout,
+                refname,
+                start,
+                tip,
+                Some(private_dir),
+                &mut warnings,
+            );
+        }
+        let mut text = match &landed.side_branch {
+            Some(side) => format!(
+                "run {run_id} ended without bringing its work in; its commits are on '{}' ({})",
+                side.name, side.reason
+            ),
+            None => format!(
+                "run {run_id} ended without bringing its work in; its commits were brought into {refname}"
+            ),
+        };
+        for w in warnings {
+            text.push_str("; ");
+            text.push_str(&w);
+        }
+        note = Some(text);
+    }
+    if !keep
+        && let Some(base) = private_dir.parent()
+        && let Err(e) = std::fs::remove_dir_all(base)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!("cannot remove {}: {e}", base.display());
+    }
+    drop(lock);
+    Ok(note)
 }

@@ -1,8 +1,8 @@
 //! Deterministic crash points for the crash-safety tests. With
 //! `SLIPWAY_TEST_CRASH=<step>:<n>` in its environment, slipway kills itself
 //! (SIGKILL: no destructor, no cleanup, as a power cut or `kill -9` would)
-//! when step `<step>` passes its `n`-th point. Without it a point costs one
-//! atomic load.
+//! when step `<step>` passes its `n`-th point; `<step>:<n>:group` kills its
+//! whole process group instead. Without it a point costs one load.
 
 use std::sync::Mutex;
 use std::sync::OnceLock;
@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 struct Plan {
     step: String,
     at: u64,
+    group: bool,
     seen: Mutex<u64>,
 }
 
@@ -17,10 +18,12 @@ fn plan() -> Option<&'static Plan> {
     static PLAN: OnceLock<Option<Plan>> = OnceLock::new();
     PLAN.get_or_init(|| {
         let text = std::env::var("SLIPWAY_TEST_CRASH").ok()?;
-        let (step, at) = text.rsplit_once(':')?;
+        let mut parts = text.split(':');
+        let (step, at) = (parts.next()?, parts.next()?);
         Some(Plan {
             step: step.to_owned(),
             at: at.parse().ok()?,
+            group: parts.next() == Some("group"),
             seen: Mutex::new(0),
         })
     })
@@ -36,8 +39,11 @@ pub fn point(step: &str) {
     let mut seen = plan.seen.lock().unwrap_or_else(|e| e.into_inner());
     *seen += 1;
     if *seen == plan.at {
-        // SAFETY: signalling our own process; nothing after this runs.
+        // SAFETY: signalling our own process (or group); nothing after this runs.
         unsafe {
+            if plan.group {
+                libc::killpg(libc::getpgrp(), libc::SIGKILL);
+            }
             libc::kill(libc::getpid(), libc::SIGKILL);
         }
     }

@@ -102,6 +102,19 @@ pub fn import_branch(
     request: &ImportRequest<'_>,
 ) -> Result<Imported, ImportError> {
     let count = copy_objects(host, private_objects, request.tip)?;
+    land(host, request, count)
+}
+
+/// Moves the host ref to the run's tip by compare-and-swap against its value
+/// at start, or keeps the tip on a side branch (see [`import_branch`]); the
+/// tip's objects must be in the host already. `objects` is only reported.
+/// Landing twice is harmless: a ref already at the tip stays.
+pub fn land(
+    host: &Repository,
+    request: &ImportRequest<'_>,
+    objects: usize,
+) -> Result<Imported, ImportError> {
+    let count = objects;
     let current = current_value(host, request.refname);
     let commits = super::commits_between(host, request.start, request.tip)?
         .into_iter()
@@ -263,7 +276,11 @@ fn side_branch(
 /// Copies every object reachable from `tip` that the host lacks from the
 /// private store into the host's, checking each against its id. Returns how
 /// many were written.
-fn copy_objects(host: &Repository, private_objects: &Path, tip: Oid) -> Result<usize, ImportError> {
+pub fn copy_objects(
+    host: &Repository,
+    private_objects: &Path,
+    tip: Oid,
+) -> Result<usize, ImportError> {
     let host_odb = host.odb()?;
     if host_odb.exists(tip) {
         return Ok(0);

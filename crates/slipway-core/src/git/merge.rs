@@ -429,8 +429,60 @@ pub fn recover(
             left.push(change.path);
         }
     }
-    write_paths(host, &old_tree, &restore, false)?;
+    // A file the merge added is not in the index yet (libgit2 writes the
+    // index last), so a checkout would take it for the user's: it goes here.
+    let (added, existed): (Vec<String>, Vec<String>) = restore
+        .into_iter()
+        .partition(|p| old_tree.get_path(std::path::Path::new(p)).is_err());
+    for path in &added {
+        let full = root.join(path);
+        if let Err(e) = std::fs::remove_file(&full)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            left.push(format!("{path} ({e})"));
+        }
+    }
+    write_paths(host, &old_tree, &existed, false)?;
+    // The index may have been written before the crash: its entries for
+    // every path the merge changed go back to what the branch holds.
+    let mut index = host.index()?;
+    index.read(true)?;
+    for change in changed_paths_between(host, Some(&old_tree), &new_tree)? {
+        let path = std::path::Path::new(&change.path);
+        match old_tree.get_path(path) {
+            Ok(entry) => {
+                if index.get_path(path, 0).map(|e| e.id) != Some(entry.id()) {
+                    index.add(&tree_entry_to_index(path, &entry))?;
+                }
+            }
+            Err(_) => {
+                if index.get_path(path, 0).is_some() {
+                    index.remove_path(path)?;
+                }
+            }
+        }
+    }
+    index.write()?;
     Ok(Recovered::Undone { left })
+}
+
+/// An index entry for a tree entry, with no stat data (git reads the file
+/// again once and refreshes it).
+fn tree_entry_to_index(path: &std::path::Path, entry: &git2::TreeEntry<'_>) -> git2::IndexEntry {
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: entry.filemode() as u32,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id: entry.id(),
+        flags: 0,
+        flags_extended: 0,
+        path: path.as_os_str().as_encoded_bytes().to_vec(),
+    }
 }
 
 /// The blob id of a working file as it is on disk (a symlink's target for a

@@ -197,6 +197,20 @@ impl PrivateGitDir {
         })
     }
 
+    /// An existing private dir, for reading what a run left in it: `refname`
+    /// is the ref its work is on (`refs/heads/<branch>` or `HEAD`).
+    pub fn open(path: &Path, refname: &str) -> PrivateGitDir {
+        let head = match refname.strip_prefix("refs/heads/") {
+            Some(branch) => PrivateHead::Branch(branch.to_owned()),
+            None => PrivateHead::Detached(Oid::ZERO_SHA1),
+        };
+        PrivateGitDir {
+            path: path.to_path_buf(),
+            head,
+            written: BTreeMap::new(),
+        }
+    }
+
     /// The folder on the host.
     pub fn path(&self) -> &Path {
         &self.path

@@ -481,6 +481,8 @@ struct Ctx<'a> {
     result: RunResult,
     control: RunControl,
     timeouts: Timeouts,
+    /// The branch lock every process of the run holds (see [`ExecSpec::hold`]).
+    hold: Option<std::os::fd::RawFd>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -575,10 +577,28 @@ pub async fn run(
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
     let slipway_dir = host.slipway_dir();
     let mut record = RunRecord::starting(&run_id);
-    if worktree::ensure_slipway_dir(host).is_ok() {
-        let _ = record.save(&slipway_dir);
+    // A run nobody can follow (its record cannot be written: a full disk, a
+    // read-only folder) does not start.
+    let saved = worktree::ensure_slipway_dir(host)
+        .and_then(|()| record.save(&slipway_dir))
+        .map_err(|e| {
+            RunError::Io(format!(
+                "cannot write the run record under {}: {e}",
+                slipway_dir.display()
+            ))
+        });
+    if let Err(error) = saved {
+        let mut result = RunRecord::starting(&run_id).failed_result(&slipway_dir, String::new());
+        result.error = Some(ErrorInfo {
+            kind: error.kind().to_owned(),
+            message: error.to_string(),
+        });
+        return Err(RunFailure {
+            error,
+            result: Box::new(result),
+        });
     }
-    let outcome = run_recorded(host, request, run_id, control, events, &mut record).await;
+    let mut outcome = run_recorded(host, request, run_id, control, events, &mut record).await;
     record.state = RunState::Finished;
     record.finished = Some(crate::util::now_secs());
     record.result = Some(match &outcome {
@@ -586,7 +606,16 @@ pub async fn run(
         Err(failure) => (*failure.result).clone(),
     });
     if let Err(e) = record.save(&slipway_dir) {
-        tracing::warn!("cannot write the run record: {e}");
+        // The run's work is where its result says; only the record of it is
+        // missing, and whoever reads the record later learns it from git.
+        tracing::error!("cannot write the run record: {e}");
+        let warning = format!(
+            "the run record could not be written ({e}): editors and `slipway runs` will report this run as died; its commits are on its branch"
+        );
+        match &mut outcome {
+            Ok(result) => result.warnings.push(warning),
+            Err(failure) => failure.result.warnings.push(warning),
+        }
     }
     outcome
 }
@@ -616,6 +645,7 @@ async fn run_recorded(
         events: &events,
         control: control.clone(),
         timeouts: request.timeouts,
+        hold: None,
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -715,7 +745,20 @@ async fn run_recorded(
     ctx.result.worktree_path = place.cwd.clone();
     record.branch = Some(place.branch.clone());
     record.worktree_path = Some(place.cwd.clone());
-    let _ = record.save(&host.slipway_dir());
+    record.start_commit = if place.record.is_none() {
+        host.head_commit()
+    } else {
+        crate::git::worktrees::branch_tip(host.git(), &place.branch)
+    }
+    .map(|c| c.to_string());
+    if let Err(e) = record.save(&host.slipway_dir()) {
+        let strategy = place.record.as_ref().map(|r| r.strategy);
+        finish_place(&mut ctx, host, &place, strategy);
+        return fail(
+            ctx,
+            RunError::Io(format!("cannot write the run record: {e}")),
+        );
+    }
     let strategy = place.record.as_ref().map(|r| r.strategy);
     if let Some(mut record) = place.record.clone() {
         record.state = WorktreeState::Running;
@@ -732,6 +775,7 @@ async fn run_recorded(
     );
 
     let mut place = place;
+    ctx.hold = Some(place.lock.raw_fd());
     // The branch's commit before the agent ran (for the quarantine's gitlinks).
     let tip_at_start = if place.record.is_none() {
         host.head_commit()
@@ -1024,7 +1068,7 @@ async fn drive(
             Some(id) => (sandboxes::private_base(host, id), true),
             None => (private_git::run_base(host, &ctx.result.run_id), false),
         };
-        let git = private_git::RunGit::prepare(
+        let mut git = private_git::RunGit::prepare(
             host,
             &place.cwd,
             &base,
@@ -1032,6 +1076,7 @@ async fn drive(
             reach,
             keep,
         )?;
+        git.begin_journal(host, &ctx.result.run_id, place.lock.branch())?;
         env.extend(git.env());
         place.git = Some(git);
     }
@@ -1092,6 +1137,7 @@ async fn drive(
                 cwd: place.cwd.clone(),
                 env: env.clone(),
                 stdin: None,
+                hold: ctx.hold,
             };
             match run_to_end(sandbox, spec, request.timeouts.hook, cancel).await? {
                 None => {
@@ -1141,6 +1187,7 @@ async fn drive(
                 cwd: place.cwd.clone(),
                 env: iter_env,
                 stdin: invocation.stdin.map(String::into_bytes),
+                hold: ctx.hold,
             };
             match run_iteration(ctx, sandbox, agent, spec, iteration, &signals).await? {
                 IterationEnd::Signalled(signal) => {
@@ -1168,7 +1215,9 @@ async fn drive(
                         .git()
                         .refname_to_id(&format!("refs/heads/{}", place.branch))
                         .ok();
-                    sandboxes::SandboxRecord::set_synced(host, id, tip);
+                    if let Err(e) = sandboxes::SandboxRecord::set_synced(host, id, tip) {
+                        ctx.result.warnings.push(e.to_string());
+                    }
                 }
                 if !returned.files.is_empty() || !returned.deleted.is_empty() {
                     ctx.log.line(&format!(

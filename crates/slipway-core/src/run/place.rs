@@ -158,7 +158,9 @@ pub(super) fn finish_place(
     };
     record.why =
         (!dirty.is_empty()).then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
-    let _ = record.save(&slipway_dir);
+    if let Err(e) = record.save(&slipway_dir) {
+        ctx.result.warnings.push(e.to_string());
+    }
     ctx.result.preserved_worktree_path = Some(place.cwd.clone());
 }
 

@@ -51,6 +51,8 @@ pub struct RunGit {
     reach: Reach,
     /// A long-lived sandbox's dir is kept after the run.
     keep: bool,
+    /// Held from before the agent starts until the branch is imported.
+    journal: Option<crate::journal::Journal>,
 }
 
 /// What the import found and did.
@@ -74,6 +76,9 @@ pub enum RunGitError {
     /// The import was refused; the work stays in the private dir.
     #[error("{source}; the run's work stays in {}", dir.display())]
     Import { source: ImportError, dir: PathBuf },
+    /// The import could not be journaled, so it did not start.
+    #[error(transparent)]
+    Journal(crate::journal::JournalError),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -85,6 +90,7 @@ impl RunGitError {
         match self {
             RunGitError::Dir(_) => "io",
             RunGitError::Import { source, .. } => source.kind(),
+            RunGitError::Journal(_) => "io",
             RunGitError::Git(_) => "git",
         }
     }
@@ -139,7 +145,42 @@ impl RunGit {
             host_checkout,
             reach,
             keep,
+            journal: None,
         })
+    }
+
+    /// Journals the run before its agent starts: if the run dies, the next
+    /// slipway command imports what its private git dir holds (once nothing
+    /// of the run holds the branch lock `lock_branch`).
+    pub fn begin_journal(
+        &mut self,
+        host: &HostRepo,
+        run_id: &str,
+        lock_branch: &str,
+    ) -> Result<(), RunGitError> {
+        let name = format!(
+            "import-{}",
+            self.base
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| run_id.to_owned())
+        );
+        let journal = crate::journal::Journal::begin(
+            &host.slipway_dir(),
+            &name,
+            &crate::journal::Operation::Import {
+                run_id: run_id.to_owned(),
+                refname: self.refname.clone(),
+                start: self.start.map(|s| s.to_string()),
+                private_dir: self.dir.path().to_path_buf(),
+                checkout: self.checkout.clone(),
+                lock_branch: lock_branch.to_owned(),
+                keep: self.keep,
+            },
+        )
+        .map_err(RunGitError::Journal)?;
+        self.journal = Some(journal);
+        Ok(())
     }
 
     /// The host ref the run works on (`refs/heads/<branch>`, or `HEAD`).
@@ -237,33 +278,16 @@ impl RunGit {
     /// when the branch moved. The private dir goes afterwards unless it
     /// belongs to a long-lived sandbox or the import failed (then it holds
     /// the only copy of the work, and the error says where).
-    pub fn import(self, host: &HostRepo, run_id: &str) -> Result<ImportReport, RunGitError> {
-        let mut report = ImportReport {
-            refs_ignored: self.dir.ignored_refs()?,
-            ..ImportReport::default()
-        };
-        if let Some(tip) = self.dir.tip()?
-            && Some(tip) != self.start
+    pub fn import(mut self, host: &HostRepo, run_id: &str) -> Result<ImportReport, RunGitError> {
+        let imported = self.bring_in(host, run_id);
+        // Imported or refused, the outcome is final: nothing is left for a
+        // recovery to do (a refused run's work stays in its private dir).
+        if let Some(journal) = self.journal.take()
+            && let Err(e) = journal.finish()
         {
-            let imported = import::import_branch(
-                host.git(),
-                &self.dir.objects(),
-                &ImportRequest {
-                    refname: &self.refname,
-                    tip,
-                    start: self.start,
-                    run_id,
-                },
-            )
-            .map_err(|source| RunGitError::Import {
-                source,
-                dir: self.dir.path().to_path_buf(),
-            })?;
-            if imported.moved {
-                self.update_checkout_index(tip, &mut report.warnings);
-            }
-            report.imported = Some(imported);
+            tracing::warn!("{e}");
         }
+        let mut report = imported?;
         if !self.keep {
             let base = self.base.clone();
             if let Err(e) = std::fs::remove_dir_all(&base)
@@ -277,39 +301,90 @@ impl RunGit {
         }
         Ok(report)
     }
+}
 
-    fn update_checkout_index(&self, tip: Oid, warnings: &mut Vec<String>) {
-        let updated = Repository::open(&self.checkout).and_then(|checkout| {
-            // The checkout must still be on the branch that moved: a host that
-            // switched branches meanwhile has an index of another branch.
-            let on_branch = match crate::git::worktrees::head_branch(&checkout) {
-                Some(b) => format!("refs/heads/{b}") == self.refname,
-                None => self.refname == "HEAD",
-            };
-            if !on_branch {
-                return Ok(None);
-            }
-            // The private index gives stat data only when it is a plain file:
-            // a symlink planted there is never followed.
-            let private_index = crate::nofollow::Dir::open(self.dir.path())
-                .ok()
-                .and_then(|d| d.kind_of("index".as_ref()).ok().flatten())
-                .filter(|k| *k == crate::nofollow::Kind::File)
-                .map(|_| self.dir.index());
-            import::update_index(&checkout, self.start, tip, private_index.as_deref()).map(Some)
-        });
-        match updated {
-            Ok(Some(_)) => {}
-            Ok(None) => warnings.push(format!(
-                "{} is no longer on {}: its index was left as it is",
-                self.checkout.display(),
-                self.refname
-            )),
-            Err(e) => warnings.push(format!(
-                "the run's commits are on {} but the index of {} could not be updated ({e}); `git status` there shows their changes as staged reverts until you run `git reset -q` (it keeps your files)",
-                self.refname,
-                self.checkout.display()
-            )),
+impl RunGit {
+    /// The import itself: objects, ref, index (see [`RunGit::import`]).
+    fn bring_in(&self, host: &HostRepo, run_id: &str) -> Result<ImportReport, RunGitError> {
+        let mut report = ImportReport {
+            refs_ignored: self.dir.ignored_refs()?,
+            ..ImportReport::default()
+        };
+        let Some(tip) = self.dir.tip()?.filter(|t| Some(*t) != self.start) else {
+            return Ok(report);
+        };
+        let refused = |source| RunGitError::Import {
+            source,
+            dir: self.dir.path().to_path_buf(),
+        };
+        let request = ImportRequest {
+            refname: &self.refname,
+            tip,
+            start: self.start,
+            run_id,
+        };
+        let objects =
+            import::copy_objects(host.git(), &self.dir.objects(), tip).map_err(refused)?;
+        crate::testhook::point("import");
+        let imported = import::land(host.git(), &request, objects).map_err(refused)?;
+        crate::testhook::point("import");
+        if imported.moved {
+            update_checkout_index(
+                &self.checkout,
+                &self.refname,
+                self.start,
+                tip,
+                Some(self.dir.path()),
+                &mut report.warnings,
+            );
+            crate::testhook::point("import");
         }
+        report.imported = Some(imported);
+        Ok(report)
+    }
+}
+
+/// Brings the index of `checkout` in step after `refname` moved from `start`
+/// to `tip` (see [`import::update_index`]); stat data comes from the private
+/// dir's index when it is a plain file there.
+pub fn update_checkout_index(
+    checkout: &Path,
+    refname: &str,
+    start: Option<Oid>,
+    tip: Oid,
+    private_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) {
+    let updated = Repository::open(checkout).and_then(|repo| {
+        // The checkout must still be on the branch that moved: a host that
+        // switched branches meanwhile has an index of another branch.
+        let on_branch = match crate::git::worktrees::head_branch(&repo) {
+            Some(b) => format!("refs/heads/{b}") == refname,
+            None => refname == "HEAD",
+        };
+        if !on_branch {
+            return Ok(None);
+        }
+        // A symlink planted as the private index is never followed.
+        let private_index = private_dir
+            .filter(|d| {
+                crate::nofollow::Dir::open(d)
+                    .ok()
+                    .and_then(|d| d.kind_of("index".as_ref()).ok().flatten())
+                    == Some(crate::nofollow::Kind::File)
+            })
+            .map(|d| d.join("index"));
+        import::update_index(&repo, start, tip, private_index.as_deref()).map(Some)
+    });
+    match updated {
+        Ok(Some(_)) => {}
+        Ok(None) => warnings.push(format!(
+            "{} is no longer on {refname}: its index was left as it is",
+            checkout.display()
+        )),
+        Err(e) => warnings.push(format!(
+            "the run's commits are on {refname} but the index of {} could not be updated ({e}); `git status` there shows their changes as staged reverts until you run `git reset -q` (it keeps your files)",
+            checkout.display()
+        )),
     }
 }

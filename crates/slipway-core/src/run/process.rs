@@ -115,6 +115,7 @@ pub(super) async fn run_hooks(
             cwd: cwd.to_path_buf(),
             env: env.to_vec(),
             stdin: None,
+            hold: ctx.hold,
         };
         match run_to_end(sandbox, spec, timeout, &cancel).await? {
             None => {

@@ -41,6 +41,10 @@ pub struct RunRecord {
     pub branch: Option<String>,
     /// Where the agent runs, once known.
     pub worktree_path: Option<PathBuf>,
+    /// The branch's commit when the agent started, once known: a run that
+    /// died still reports the commits its branch gained since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_commit: Option<String>,
     /// The result, once finished.
     pub result: Option<RunResult>,
     /// Whether an editor has been told that it finished.
@@ -73,6 +77,7 @@ impl RunRecord {
             finished: None,
             branch: None,
             worktree_path: None,
+            start_commit: None,
             result: None,
             reported: false,
         }
@@ -129,11 +134,21 @@ impl RunRecord {
             "the run's process ({}) ended without writing a result; see its log",
             self.pid
         );
-        self.result = Some(RunResult {
+        self.result = Some(self.failed_result(slipway_dir, message));
+        if let Err(e) = self.save(slipway_dir) {
+            tracing::warn!("cannot write the run record of {}: {e}", self.run_id);
+        }
+        true
+    }
+
+    /// The result of a run that died (`runDied` with `message`), with the
+    /// commits its branch gained since it started.
+    pub fn failed_result(&self, slipway_dir: &Path, message: String) -> RunResult {
+        RunResult {
             run_id: self.run_id.clone(),
             status: RunStatus::Failed,
             iterations: 0,
-            commits: Vec::new(),
+            commits: self.commits_since_start(slipway_dir),
             branch: self.branch.clone().unwrap_or_default(),
             worktree_path: self.worktree_path.clone().unwrap_or_default(),
             completion_signal: None,
@@ -154,9 +169,39 @@ impl RunRecord {
                 kind: "runDied".into(),
                 message,
             }),
-        });
-        let _ = self.save(slipway_dir);
-        true
+        }
+    }
+
+    /// The commits the run's branch holds beyond the commit it started at
+    /// (none when it does not descend from it any more).
+    fn commits_since_start(&self, slipway_dir: &Path) -> Vec<super::CommitRef> {
+        let (Some(branch), Some(start)) = (&self.branch, &self.start_commit) else {
+            return Vec::new();
+        };
+        let Some(root) = slipway_dir.parent() else {
+            return Vec::new();
+        };
+        let Ok(host) = crate::git::HostRepo::open(root) else {
+            return Vec::new();
+        };
+        let (Some(tip), Ok(start)) = (
+            crate::git::worktrees::branch_tip(host.git(), branch),
+            git2::Oid::from_str(start),
+        ) else {
+            return Vec::new();
+        };
+        if tip != start && !host.git().graph_descendant_of(tip, start).unwrap_or(false) {
+            return Vec::new();
+        }
+        crate::git::commits_between(host.git(), Some(start), tip)
+            .map(|c| {
+                c.into_iter()
+                    .map(|sha| super::CommitRef {
+                        sha: sha.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 

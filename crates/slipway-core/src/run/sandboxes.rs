@@ -151,11 +151,19 @@ impl SandboxRecord {
         out
     }
 
-    /// Records that the container now holds `commit` of the branch.
-    pub fn set_synced(host: &HostRepo, id: &str, commit: Option<git2::Oid>) {
-        if let Some(mut record) = SandboxRecord::load(host, id) {
-            record.synced_commit = commit.map(|c| c.to_string());
-            let _ = record.save(host);
+    /// Records that the container now holds `commit` of the branch. A
+    /// record that cannot be written only costs the next run a full upload.
+    pub fn set_synced(
+        host: &HostRepo,
+        id: &str,
+        commit: Option<git2::Oid>,
+    ) -> Result<(), RunError> {
+        match SandboxRecord::load(host, id) {
+            Some(mut record) => {
+                record.synced_commit = commit.map(|c| c.to_string());
+                record.save(host)
+            }
+            None => Ok(()),
         }
     }
 }
@@ -251,6 +259,7 @@ pub async fn exec(
             cwd,
             env: Vec::new(),
             stdin: None,
+            hold: None,
         })
         .await
         .map_err(RunError::from)?;

@@ -328,6 +328,7 @@ while IFS= read -r f; do if [ -n "$f" ]; then rm -f -- "$f"; fi; done < "$IN/del
                 ),
             ],
             stdin: None,
+            hold: None,
         };
         let mut exec = self.inner.exec(spec).await?;
         let mut output = String::new();

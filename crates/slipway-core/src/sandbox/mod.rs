@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A process to start inside a sandbox.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ExecSpec {
     /// Program and arguments.
     pub argv: Vec<String>,
@@ -29,6 +29,11 @@ pub struct ExecSpec {
     pub env: Vec<(String, String)>,
     /// Bytes written to stdin, which is then closed; `None` gives an empty stdin.
     pub stdin: Option<Vec<u8>>,
+    /// An open lock file the process (and everything it starts) holds for
+    /// its whole life: the run's branch lock, so the branch stays taken for
+    /// as long as any process of the run lives, whatever became of slipway.
+    /// Host processes only (a container's cannot hold a host lock).
+    pub hold: Option<std::os::fd::RawFd>,
 }
 
 /// Output from a running process.

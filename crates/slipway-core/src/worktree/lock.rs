@@ -99,6 +99,13 @@ impl BranchLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The open lock file, for a process that must hold the lock too: a
+    /// child that inherits it keeps the branch taken for as long as it lives.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
 }
 
 impl Drop for BranchLock {

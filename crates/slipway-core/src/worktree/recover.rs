@@ -121,7 +121,7 @@ pub(super) fn finish_close(host: &HostRepo, id: &str, branch: &str) -> Result<()
 pub fn recover(host: &HostRepo, op: &Operation) -> Result<Option<String>, String> {
     let branch = match op {
         Operation::Create { branch, .. } | Operation::Close { branch, .. } => branch,
-        Operation::Merge { .. } => return Ok(None),
+        Operation::Merge { .. } | Operation::Import { .. } => return Ok(None),
     };
     let lock = match lock_branch(host, branch) {
         Ok(lock) => lock,
@@ -151,7 +151,7 @@ fn recover_locked(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
                 "an interrupted close of the worktree for '{branch}' was finished"
             )))
         }
-        Operation::Merge { .. } => Ok(None),
+        Operation::Merge { .. } | Operation::Import { .. } => Ok(None),
     }
 }
 

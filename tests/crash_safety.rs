@@ -1,0 +1,530 @@
+//! Safety rule 4 under kill -9: slipway is killed (the process, or its whole
+//! process group) at deterministic points of a create (checkout and copy-in),
+//! a merge of 1,500 changed files, a close and an import
+//! (`SLIPWAY_TEST_CRASH=<step>:<n>`), and after each the next command must
+//! find the repository consistent: `git fsck` clean, every commit reachable,
+//! every worktree listed with a true health, the host exactly before or
+//! exactly after the merge, no tracked file lost, and the next create, run
+//! or close on the same branch correct.
+
+use crate::common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::*;
+use serde_json::Value;
+
+const TRACKED: usize = 40;
+const COPIED: usize = 30;
+
+/// A repository with tracked files, an ignored folder `.worktreeinclude`
+/// copies in, and a file of the user's.
+fn fixture(env: &TestEnv) -> PathBuf {
+    let repo = env.new_repo("repo");
+    for i in 0..TRACKED {
+        let path = repo.join(format!("src/file{i:02}.txt"));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("src");
+        std::fs::write(path, format!("tracked {i}\n")).expect("write");
+    }
+    std::fs::write(repo.join(".gitignore"), "node_modules/\n").expect("ignore");
+    std::fs::write(repo.join(".worktreeinclude"), "node_modules/\n").expect("include");
+    env.git(&repo, &["add", "."]);
+    env.git(&repo, &["commit", "-qm", "fixture"]);
+    for i in 0..COPIED {
+        let path = repo.join(format!("node_modules/pkg{}/index{i}.js", i % 3));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("node_modules");
+        std::fs::write(path, format!("module {i}\n")).expect("write");
+    }
+    std::fs::write(repo.join("notes.txt"), "the user's own notes\n").expect("notes");
+    repo
+}
+
+/// Runs slipway with a crash point; whether it was killed.
+/// It runs in a process group of its own, as a command started from a
+/// terminal would: a `:group` crash kills that group (never the test's).
+fn crashing(env: &TestEnv, repo: &Path, crash: &str, args: &[&str]) -> (bool, Output) {
+    use std::os::unix::process::CommandExt;
+    let out = env
+        .slipway_cmd(repo)
+        .env("SLIPWAY_TEST_CRASH", crash)
+        .args(args)
+        .process_group(0)
+        .output()
+        .expect("slipway runs");
+    (out.status.signal() == Some(libc::SIGKILL), out)
+}
+
+fn reachable(env: &TestEnv, repo: &Path) -> BTreeSet<String> {
+    env.git(repo, &["rev-list", "--all"])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The consistency every crash must leave: the next command (this `list`
+/// settles what the crash left) sees a sound repository.
+fn consistent(env: &TestEnv, repo: &Path, before: &BTreeSet<String>, what: &str) -> Vec<Value> {
+    let list = env.slipway_json(repo, &["worktree", "list"]);
+    let worktrees = list["worktrees"]
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| panic!("{what}: no worktree list in {list}"));
+    for w in &worktrees {
+        assert_eq!(w["health"], "ok", "{what}: a worktree is listed as {w}");
+        let path = PathBuf::from(s(w, "path"));
+        assert!(
+            path.join(".git").is_file(),
+            "{what}: {} is not whole",
+            path.display()
+        );
+    }
+    let fsck = env.git_output(repo, &["fsck", "--no-progress"]);
+    assert!(
+        fsck.status.success(),
+        "{what}: git fsck:\n{}{}",
+        String::from_utf8_lossy(&fsck.stdout),
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    let now = reachable(env, repo);
+    let lost: Vec<&String> = before.difference(&now).collect();
+    assert!(lost.is_empty(), "{what}: commits lost: {lost:?}");
+    let porcelain = env.porcelain(repo);
+    assert!(
+        porcelain.lines().all(|l| l == "?? notes.txt"),
+        "{what}: the host checkout changed: {porcelain}"
+    );
+    assert!(
+        env.git(repo, &["worktree", "list", "--porcelain"])
+            .lines()
+            .all(|l| !l.starts_with("prunable")),
+        "{what}: a registration without its folder"
+    );
+    worktrees
+}
+
+/// Every file of a checkout except its `.git`.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("read").flatten() {
+            let path = entry.path();
+            if path == dir.join(".git") || path == dir.join(".slipway") {
+                continue;
+            }
+            if entry.file_type().expect("type").is_dir() {
+                todo.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(dir)
+                    .expect("inside")
+                    .display()
+                    .to_string();
+                out.insert(rel, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+/// A new worktree must be whole: every tracked file, a clean status (so an
+/// index exists), and everything `.worktreeinclude` copies.
+fn whole(env: &TestEnv, repo: &Path, created: &Value, what: &str) {
+    let path = PathBuf::from(s(created, "path"));
+    assert_eq!(
+        env.porcelain(&path),
+        "",
+        "{what}: the new worktree is not clean"
+    );
+    let mut expected = files(repo);
+    expected.remove("notes.txt");
+    assert_eq!(
+        files(&path),
+        expected,
+        "{what}: the new worktree misses files"
+    );
+}
+
+#[test]
+fn a_create_killed_at_any_point_is_undone_and_the_next_create_is_whole() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let before = reachable(&env, &repo);
+    let mut points = 0;
+    for n in 1.. {
+        let group = if n % 2 == 0 { ":group" } else { "" };
+        let (killed, out) = crashing(
+            &env,
+            &repo,
+            &format!("create:{n}{group}"),
+            &["--json", "worktree", "create", "--branch", "crash/create"],
+        );
+        let what = format!("create crash point {n}{group}");
+        if !killed {
+            assert!(
+                out.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let created: Value = serde_json::from_slice(&out.stdout).expect("json");
+            whole(&env, &repo, &created, &what);
+            break;
+        }
+        points += 1;
+        let listed = consistent(&env, &repo, &before, &what);
+        assert!(
+            listed.iter().all(|w| w["branch"] != "crash/create"),
+            "{what}: the half-made worktree was not undone: {listed:?}"
+        );
+        // The next create on the branch makes a whole worktree.
+        let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "crash/create"]);
+        whole(&env, &repo, &created, &what);
+        assert_eq!(created["reused"], false, "{what}: {created}");
+        let closed = env.slipway_json(&repo, &["worktree", "close", "crash/create"]);
+        assert_eq!(closed["outcome"], "removed", "{what}: {closed}");
+        env.git(&repo, &["branch", "-D", "crash/create"]);
+    }
+    assert!(points >= TRACKED, "only {points} crash points in a create");
+}
+
+/// The agent of the merge tests: 1,500 changed files in one commit.
+const MANY: usize = 1500;
+
+fn host_files(repo: &Path) -> BTreeMap<String, Vec<u8>> {
+    files(repo)
+}
+
+#[test]
+fn a_merge_killed_at_any_point_leaves_the_host_exactly_before_or_after() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let created = env.slipway_json(&repo, &["worktree", "create", "--merge-to-head"]);
+    let id = s(&created, "id").to_owned();
+    let writes = format!(
+        "set -e\nfor i in $(seq 1 {MANY}); do echo \"agent $i\" > \"m$i.txt\"; done\n\
+         for f in src/*.txt; do echo changed >> \"$f\"; done\ngit add -A\ngit commit -qm 'many files'\n"
+    );
+    let script = env.script("many", &writes);
+    let host_before = host_files(&repo);
+    let head_before = env.rev(&repo, "HEAD");
+    let index_before = env.git(&repo, &["ls-files", "-s"]);
+    let before = reachable(&env, &repo);
+    // The first run makes the commit; its merge is killed at once.
+    let (killed, out) = crashing(
+        &env,
+        &repo,
+        "merge:1",
+        &[
+            "--json",
+            "run",
+            "--worktree",
+            &id,
+            "--",
+            script.to_str().expect("utf8"),
+        ],
+    );
+    assert!(
+        killed,
+        "the first merge was not killed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut points = 1;
+    for n in [2, 3, 50, 700, 1499, 1500, 1530, 1541, 1542, 1543, 1600] {
+        consistent(&env, &repo, &before, &format!("merge crash point {n}"));
+        let exactly_before = env.rev(&repo, "HEAD") == head_before
+            && host_files(&repo) == host_before
+            && env.git(&repo, &["ls-files", "-s"]) == index_before;
+        assert!(exactly_before, "merge crash: the host is half merged");
+        let (killed, out) = crashing(
+            &env,
+            &repo,
+            &format!("merge:{n}"),
+            &["--json", "run", "--worktree", &id, "--", "true"],
+        );
+        if !killed {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            break;
+        }
+        points += 1;
+    }
+    // Exactly after: every file of the agent's, the index clean, the user's notes kept.
+    let after = host_files(&repo);
+    assert_eq!(after.len(), host_before.len() + MANY);
+    assert_eq!(after["m1500.txt"], b"agent 1500\n");
+    assert_eq!(after["notes.txt"], b"the user's own notes\n");
+    assert_eq!(env.porcelain(&repo), "?? notes.txt");
+    consistent(&env, &repo, &before, "after the merge");
+    assert!(points >= 8, "only {points} merge crash points");
+}
+
+#[test]
+fn a_close_killed_at_any_point_is_finished() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let before = reachable(&env, &repo);
+    let mut points = 0;
+    for n in 1.. {
+        let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "crash/close"]);
+        let path = PathBuf::from(s(&created, "path"));
+        let (killed, _) = crashing(
+            &env,
+            &repo,
+            &format!("close:{n}"),
+            &["--json", "worktree", "close", "crash/close"],
+        );
+        let what = format!("close crash point {n}");
+        let listed = consistent(&env, &repo, &before, &what);
+        assert!(
+            listed.iter().all(|w| w["branch"] != "crash/close"),
+            "{what}: {listed:?}"
+        );
+        assert!(!path.exists(), "{what}: the folder is left half deleted");
+        assert!(
+            !repo.join(".slipway/trash").exists()
+                || std::fs::read_dir(repo.join(".slipway/trash"))
+                    .expect("trash")
+                    .next()
+                    .is_none(),
+            "{what}: the trash was not emptied"
+        );
+        assert_eq!(
+            env.local_branches(&repo)
+                .iter()
+                .filter(|b| *b == "crash/close")
+                .count(),
+            1
+        );
+        if !killed {
+            break;
+        }
+        points += 1;
+    }
+    assert!(points >= 3, "only {points} close crash points");
+}
+
+#[test]
+fn an_import_killed_at_any_point_is_finished_by_the_next_command() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let agent = env.script(
+        "three",
+        "set -e\nfor i in 1 2 3; do echo $i > \"a$i.txt\"; git add \"a$i.txt\"; git commit -qm \"agent $i\"; done\n",
+    );
+    let before = reachable(&env, &repo);
+    let mut points = 0;
+    for n in 1.. {
+        let branch = format!("crash/import-{n}");
+        let (killed, out) = crashing(
+            &env,
+            &repo,
+            &format!("import:{n}"),
+            &[
+                "--json",
+                "run",
+                "--branch",
+                &branch,
+                "--",
+                agent.to_str().expect("utf8"),
+            ],
+        );
+        let what = format!("import crash point {n}");
+        let listed = consistent(&env, &repo, &before, &what);
+        let wt = listed
+            .iter()
+            .find(|w| w["branch"] == branch.as_str())
+            .unwrap_or_else(|| panic!("{what}: the run's worktree is gone: {listed:?}"));
+        let path = PathBuf::from(s(wt, "path"));
+        // The three commits are on the branch, and the worktree is clean.
+        assert_eq!(
+            env.git(&repo, &["rev-list", "--count", &format!("main..{branch}")]),
+            "3",
+            "{what}: the run's commits did not land"
+        );
+        assert_eq!(
+            env.porcelain(&path),
+            "",
+            "{what}: the worktree's index is behind"
+        );
+        assert!(
+            !repo.join(".slipway/gitdirs").exists()
+                || std::fs::read_dir(repo.join(".slipway/gitdirs"))
+                    .expect("gitdirs")
+                    .next()
+                    .is_none(),
+            "{what}: the private git dir was left"
+        );
+        if !killed {
+            assert!(out.status.success());
+            break;
+        }
+        points += 1;
+    }
+    assert!(points >= 3, "only {points} import crash points");
+}
+
+#[test]
+fn a_run_killed_while_its_agent_works_stops_the_agent_and_keeps_its_commits() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    // The agent commits, then keeps working (and would keep committing).
+    let agent = env.script(
+        "busy",
+        "set -e\necho one > one.txt; git add one.txt; git commit -qm one\n\
+         echo started > \"$SLIPWAY_WORKTREE/../started-$SLIPWAY_RUN_ID\"\n\
+         while :; do sleep 0.2; date >> ticks.txt; git add ticks.txt; git commit -qm tick; done\n",
+    );
+    let mut child = env
+        .slipway_cmd(&repo)
+        .args([
+            "--json",
+            "run",
+            "--branch",
+            "crash/agent",
+            "--",
+            agent.to_str().expect("utf8"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run");
+    let started = repo.join(".slipway/worktrees");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_dir(&started)
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("started-"))
+        })
+        .unwrap_or(false)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // kill -9: no cleanup in slipway at all.
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    // The agent's group goes with it: no more ticks after a moment.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let wt = repo
+        .join(".slipway/worktrees")
+        .read_dir()
+        .expect("worktrees")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join(".git").is_file())
+        .expect("the run's worktree");
+    let ticks = std::fs::read_to_string(wt.join("ticks.txt")).unwrap_or_default();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(
+        std::fs::read_to_string(wt.join("ticks.txt")).unwrap_or_default(),
+        ticks,
+        "the agent outlived slipway and keeps working"
+    );
+    // The next command brings the commits it made in.
+    let before = reachable(&env, &repo);
+    consistent(&env, &repo, &before, "after the killed run");
+    assert!(
+        env.git(&repo, &["log", "--format=%s", "crash/agent"])
+            .lines()
+            .any(|s| s == "one"),
+        "the dead run's commit did not reach its branch"
+    );
+    // And a second run on the worktree works.
+    let again = env.slipway_json(&repo, &["run", "--worktree", "crash/agent", "--", "true"]);
+    assert_eq!(again["status"], "completed", "{again}");
+}
+
+#[test]
+fn a_second_run_is_refused_while_an_agent_of_a_dead_run_lives() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let pidfile = env.path().join("agent.pid");
+    let agent = env.script(
+        "lingers",
+        &format!("echo $$ > {}\nexec sleep 30\n", pidfile.display()),
+    );
+    let mut child = env
+        .slipway_cmd(&repo)
+        .args([
+            "--json",
+            "run",
+            "--branch",
+            "crash/linger",
+            "--",
+            agent.to_str().expect("utf8"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !pidfile.is_file() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let agent_pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // The guard is killed too (as if the whole machine's slipway processes
+    // died at once, guard and all): only the agent is left.
+    let mut guards = guards_of(agent_pid);
+    while guards.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no guard watches the agent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        guards = guards_of(agent_pid);
+    }
+    for pid in guards {
+        // SAFETY: signalling processes this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let (_, err) = env.slipway_fail(&repo, &["run", "--worktree", "crash/linger", "--", "true"]);
+    assert_eq!(err["kind"], "branchInUse", "{err}");
+    // SAFETY: the agent this test started.
+    unsafe { libc::kill(agent_pid, libc::SIGKILL) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let again = env.slipway_json(&repo, &["run", "--worktree", "crash/linger", "--", "true"]);
+    assert_eq!(again["status"], "completed", "{again}");
+}
+
+/// The guard processes watching process group `pgid` (`sh -c … slipway-guard <pgid>`).
+fn guards_of(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .collect();
+        if args.len() >= 2
+            && args[args.len() - 2] == b"slipway-guard"
+            && args[args.len() - 1] == pgid.to_string().as_bytes()
+        {
+            out.push(pid);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
