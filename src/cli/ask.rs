@@ -1,6 +1,7 @@
 //! The `ask` policy on a terminal: the CLI shows the branches and reads a
 //! choice. Without a terminal the run stops with `sourceBranchRequired`.
 
+use slipway_core::error::ErrorKind;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
@@ -19,7 +20,7 @@ pub fn interactive() -> bool {
 pub fn choose(what: &str, choices: &[String]) -> Result<SourcePolicy, CliError> {
     if choices.is_empty() {
         return Err(CliError::new(
-            "sourceBranchRequired",
+            ErrorKind::SourceBranchRequired,
             format!("{what}: there are no branches to choose from"),
         ));
     }
@@ -35,7 +36,7 @@ pub fn choose(what: &str, choices: &[String]) -> Result<SourcePolicy, CliError> 
         let mut line = String::new();
         if stdin.lock().read_line(&mut line)? == 0 {
             return Err(CliError::new(
-                "sourceBranchRequired",
+                ErrorKind::SourceBranchRequired,
                 format!("no source branch chosen for {what}"),
             ));
         }

@@ -3,20 +3,21 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use slipway_core::error::ErrorKind;
 
 /// An error as the CLI reports it.
 #[derive(Debug, Serialize)]
 pub struct CliError {
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
     #[serde(skip_serializing_if = "Value::is_null")]
     pub data: Value,
 }
 
 impl CliError {
-    pub fn new(kind: &str, message: impl Into<String>) -> CliError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> CliError {
         CliError {
-            kind: kind.to_owned(),
+            kind,
             message: message.into(),
             data: Value::Null,
         }
@@ -48,7 +49,7 @@ impl From<slipway_core::git::policy::SourceError> for CliError {
 
 impl From<slipway_core::git::policy::PolicyArgError> for CliError {
     fn from(e: slipway_core::git::policy::PolicyArgError) -> Self {
-        CliError::new("invalidParams", e.to_string())
+        CliError::new(ErrorKind::InvalidParams, e.to_string())
     }
 }
 
@@ -77,12 +78,12 @@ impl From<slipway_core::worktree::CloseError> for CliError {
 
 impl From<git2::Error> for CliError {
     fn from(e: git2::Error) -> Self {
-        CliError::new("git", format!("git: {e}"))
+        CliError::new(ErrorKind::Git, format!("git: {e}"))
     }
 }
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError::new("io", e.to_string())
+        CliError::new(ErrorKind::Io, e.to_string())
     }
 }

@@ -9,6 +9,7 @@ mod logs;
 mod render;
 mod workspace;
 
+use slipway_core::error::ErrorKind;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -212,7 +213,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 Some(file) => {
                     let bytes = std::fs::read(file)?;
                     serde_json::from_slice(&bytes).map_err(|e| {
-                        CliError::new("invalidParams", format!("{}: {e}", file.display()))
+                        CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
                     })?
                 }
                 None => run_request(*args)?,
@@ -267,13 +268,13 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         },
         (Some(StrategyArg::Branch), None) => {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "the branch strategy needs a branch: add --branch NAME",
             ));
         }
         (Some(other), Some(_)) => {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 format!(
                     "--branch only goes with --strategy branch, not {}",
                     if other == StrategyArg::Head {
@@ -287,7 +288,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
     };
     if args.base.is_some() && !matches!(strategy, RunStrategy::Branch { .. }) {
         return Err(CliError::new(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             "--base only goes with --branch",
         ));
     }
@@ -296,7 +297,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         && (args.source.source.is_some() || !args.copy.is_empty())
     {
         return Err(CliError::new(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             "the head strategy runs in the host checkout: --source and --copy do not apply",
         ));
     }
@@ -304,7 +305,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         (SandboxArg::None, None) => SandboxSpec::None,
         (SandboxArg::None, Some(_)) => {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "--image only applies to docker sandboxes; add --sandbox docker",
             ));
         }
@@ -314,7 +315,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         },
         (SandboxArg::Docker, None) => {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "the docker sandbox needs an image: add --image IMAGE (build one with `docker build`; nothing is pulled)",
             ));
         }
@@ -324,7 +325,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         },
         (SandboxArg::DockerIsolated, None) => {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "the docker-isolated sandbox needs an image: add --image IMAGE (nothing is pulled)",
             ));
         }
@@ -333,7 +334,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         AgentArg::Command => {
             if args.model.is_some() || args.effort.is_some() || args.resume.is_some() {
                 return Err(CliError::new(
-                    "invalidParams",
+                    ErrorKind::InvalidParams,
                     "--model, --effort and --resume do not apply to the command agent",
                 ));
             }
@@ -372,7 +373,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         (None, None) => PromptSource::Inline(String::new()),
         (Some(_), Some(_)) => {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "give --prompt or --prompt-file, not both",
             ));
         }
@@ -381,7 +382,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
     for pair in &args.args {
         let Some((k, v)) = pair.split_once('=') else {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 format!("--arg {pair}: expected KEY=VALUE"),
             ));
         };
@@ -513,7 +514,7 @@ fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliEr
     for pair in &args.build_args {
         let Some((k, v)) = pair.split_once('=') else {
             return Err(CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 format!("--build-arg {pair}: expected KEY=VALUE"),
             ));
         };
@@ -538,7 +539,7 @@ fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliEr
                 eprintln!("  │ {line}");
             }
         }))
-        .map_err(|e| CliError::new("imageBuildFailed", e.to_string()))?;
+        .map_err(|e| CliError::new(ErrorKind::ImageBuildFailed, e.to_string()))?;
     if json {
         print_json(&serde_json::json!({ "tag": args.tag, "id": id }));
     } else {
@@ -570,7 +571,7 @@ fn sandbox_command(
                 },
                 (SandboxArg::None, _) => {
                     return Err(CliError::new(
-                        "invalidParams",
+                        ErrorKind::InvalidParams,
                         "only docker and docker-isolated sandboxes are long-lived",
                     ));
                 }
@@ -607,7 +608,7 @@ fn sandbox_command(
         args::SandboxCommand::Exec(a) => {
             if a.command.is_empty() {
                 return Err(CliError::new(
-                    "invalidParams",
+                    ErrorKind::InvalidParams,
                     "give the command after `--`",
                 ));
             }
@@ -666,7 +667,7 @@ fn apply_workspace_defaults(args: &mut RunArgs, name: &str) -> Result<(), CliErr
     {
         args.agent = Some(AgentArg::from_str(agent, true).map_err(|_| {
             CliError::new(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 format!("workspace {name}: unknown agent '{agent}'"),
             )
         })?);

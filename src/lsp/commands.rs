@@ -1,6 +1,7 @@
 //! Each command: parse arguments, call the core, shape the answer. Runs on a
 //! blocking thread (libgit2 handles are not `Sync`).
 
+use slipway_core::error::ErrorKind;
 use std::path::Path;
 use std::time::Duration;
 
@@ -55,7 +56,7 @@ pub fn branches(args: RootArgs) -> Answer {
 }
 
 fn git_error(e: git2::Error) -> jsonrpc::Error {
-    error("git", format!("git: {e}"), Value::Null)
+    error(ErrorKind::Git, format!("git: {e}"), Value::Null)
 }
 
 /// `slipway.resolveSource`.
@@ -75,7 +76,7 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
         },
         ("branch", None) => {
             return Err(error(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "the branch strategy needs a branch name",
                 Value::Null,
             ));
@@ -83,14 +84,14 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
         ("merge-to-head", _) => WorktreeTarget::MergeToHead,
         ("head", _) => {
             return Err(error(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 "the head strategy writes into the host checkout and has no worktree; use branch or merge-to-head",
                 Value::Null,
             ));
         }
         (other, _) => {
             return Err(error(
-                "invalidParams",
+                ErrorKind::InvalidParams,
                 format!("unknown strategy '{other}'; use branch or merge-to-head"),
                 Value::Null,
             ));
@@ -99,7 +100,7 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
     let interactive = match &args.agent {
         Some(spec) => Some(
             spec.build()
-                .map_err(|e| error("invalidParams", e.to_string(), Value::Null))?,
+                .map_err(|e| error(ErrorKind::InvalidParams, e.to_string(), Value::Null))?,
         ),
         None => None,
     };
@@ -189,7 +190,7 @@ pub fn validate_run(
     mut args: RunArgs,
     handoff: bool,
 ) -> Result<RunRequest, jsonrpc::Error> {
-    let invalid = |m: String| error("invalidParams", m, Value::Null);
+    let invalid = |m: String| error(ErrorKind::InvalidParams, m, Value::Null);
     let workspace = match args.workspace.take() {
         None => None,
         Some(protocol::WorkspaceArg::Plan(plan)) => Some(plan),
@@ -221,7 +222,7 @@ pub fn validate_run(
             let first = asks.first().map(|(_, c)| c.clone()).unwrap_or_default();
             let err = slipway_core::run::RunError::SourcesRequired { mounts: asks };
             return Err(error(
-                "sourceBranchRequired",
+                ErrorKind::SourceBranchRequired,
                 err.to_string(),
                 json!({ "mounts": mounts, "choices": first }),
             ));
@@ -237,7 +238,7 @@ pub fn validate_run(
         (Some("merge-to-head") | None, None) => RunStrategy::MergeToHead,
         (Some("branch") | None, Some(name)) => {
             validate_branch_name(name)
-                .map_err(|e| error("invalidBranchName", e.to_string(), Value::Null))?;
+                .map_err(|e| error(ErrorKind::InvalidBranchName, e.to_string(), Value::Null))?;
             RunStrategy::Branch {
                 name: name.clone(),
                 base: args.base.clone(),
@@ -261,7 +262,7 @@ pub fn validate_run(
         && worktree::find(host, selector).is_none()
     {
         return Err(error(
-            "worktreeNotFound",
+            ErrorKind::WorktreeNotFound,
             format!("no slipway worktree matches '{selector}'"),
             Value::Null,
         ));
@@ -278,10 +279,10 @@ pub fn validate_run(
     {
         let (kind, holder) = match &e {
             worktree::lock::LockError::InUse { holder, .. } => (
-                "branchInUse",
+                ErrorKind::BranchInUse,
                 serde_json::to_value(holder).unwrap_or(Value::Null),
             ),
-            worktree::lock::LockError::Io { .. } => ("io", Value::Null),
+            worktree::lock::LockError::Io { .. } => (ErrorKind::Io, Value::Null),
         };
         return Err(error(
             kind,

@@ -1,6 +1,7 @@
 //! The wire shapes of the sidecar protocol (docs/protocol.md): command names,
 //! argument objects, notifications, and how core errors become JSON-RPC errors.
 
+use slipway_core::error::ErrorKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -218,8 +219,8 @@ impl Notification for SlipwayStatus {
 }
 
 /// A JSON-RPC error with a stable `data.kind` and a message that says what to do.
-pub fn error(kind: &str, message: impl Into<String>, extra: Value) -> jsonrpc::Error {
-    let code = if kind == "invalidParams" {
+pub fn error(kind: ErrorKind, message: impl Into<String>, extra: Value) -> jsonrpc::Error {
+    let code = if kind == ErrorKind::InvalidParams {
         jsonrpc::ErrorCode::InvalidParams
     } else {
         jsonrpc::ErrorCode::ServerError(-32001)
@@ -242,14 +243,14 @@ pub fn parse_args<T: for<'de> Deserialize<'de>>(
 ) -> Result<T, jsonrpc::Error> {
     let Some(first) = arguments.first() else {
         return Err(error(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             format!("{command} takes one object argument; none was given"),
             Value::Null,
         ));
     };
     if arguments.len() > 1 {
         return Err(error(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             format!(
                 "{command} takes one object argument; {} were given",
                 arguments.len()
@@ -259,7 +260,7 @@ pub fn parse_args<T: for<'de> Deserialize<'de>>(
     }
     serde_json::from_value(first.clone()).map_err(|e| {
         error(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             format!("{command}: bad arguments: {e}"),
             Value::Null,
         )

@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout)]
 
 pub mod agent;
+pub mod error;
 pub mod git;
 pub mod run;
 pub mod sandbox;

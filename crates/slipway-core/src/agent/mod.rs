@@ -247,13 +247,13 @@ pub enum AgentSpecError {
 
 impl AgentSpecError {
     /// A stable name for the protocol's `data.kind`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
             AgentSpecError::EmptyCommand
             | AgentSpecError::UnknownAgent(_)
-            | AgentSpecError::InvalidOption { .. } => "invalidParams",
-            AgentSpecError::Unsupported { .. } => "unsupported",
-            AgentSpecError::PromptTooLarge { .. } => "promptTooLarge",
+            | AgentSpecError::InvalidOption { .. } => crate::error::ErrorKind::InvalidParams,
+            AgentSpecError::Unsupported { .. } => crate::error::ErrorKind::Unsupported,
+            AgentSpecError::PromptTooLarge { .. } => crate::error::ErrorKind::PromptTooLarge,
         }
     }
 }

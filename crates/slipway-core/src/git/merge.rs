@@ -69,14 +69,14 @@ pub enum MergeError {
 
 impl MergeError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            MergeError::DetachedHost { .. } => "detachedHead",
-            MergeError::NoSuchBranch { .. } => "unknownRef",
-            MergeError::HostDirty { .. } => "hostDirty",
-            MergeError::Conflict { .. } => "mergeConflict",
-            MergeError::Timeout { .. } => "mergeTimeout",
-            MergeError::Git(_) => "git",
+            MergeError::DetachedHost { .. } => crate::error::ErrorKind::DetachedHead,
+            MergeError::NoSuchBranch { .. } => crate::error::ErrorKind::UnknownRef,
+            MergeError::HostDirty { .. } => crate::error::ErrorKind::HostDirty,
+            MergeError::Conflict { .. } => crate::error::ErrorKind::MergeConflict,
+            MergeError::Timeout { .. } => crate::error::ErrorKind::MergeTimeout,
+            MergeError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

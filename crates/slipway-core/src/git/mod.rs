@@ -40,11 +40,13 @@ pub enum OpenError {
 
 impl OpenError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            OpenError::NotARepository { .. } | OpenError::Bare { .. } => "notARepository",
-            OpenError::NoSuchPath { .. } => "invalidParams",
-            OpenError::Git(_) => "git",
+            OpenError::NotARepository { .. } | OpenError::Bare { .. } => {
+                crate::error::ErrorKind::NotARepository
+            }
+            OpenError::NoSuchPath { .. } => crate::error::ErrorKind::InvalidParams,
+            OpenError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

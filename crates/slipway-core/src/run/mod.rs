@@ -214,7 +214,7 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
     /// Stable kind.
-    pub kind: String,
+    pub kind: crate::error::ErrorKind,
     /// What happened and what to do.
     pub message: String,
 }
@@ -330,24 +330,28 @@ pub enum RunError {
 
 impl RunError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            RunError::Prompt(PromptError::MissingArgs { .. }) => "missingPromptArgs",
-            RunError::Prompt(_) | RunError::Agent(_) | RunError::Invalid(_) => "invalidParams",
-            RunError::InvalidBranch(_) => "invalidBranchName",
+            RunError::Prompt(PromptError::MissingArgs { .. }) => {
+                crate::error::ErrorKind::MissingPromptArgs
+            }
+            RunError::Prompt(_) | RunError::Agent(_) | RunError::Invalid(_) => {
+                crate::error::ErrorKind::InvalidParams
+            }
+            RunError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             RunError::Worktree(e) => e.kind(),
-            RunError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
-            RunError::BranchInUse(_) | RunError::Io(_) => "io",
-            RunError::WorktreeNotFound(_) => "worktreeNotFound",
-            RunError::SourcesRequired { .. } => "sourceBranchRequired",
-            RunError::Hook { .. } => "hookFailed",
-            RunError::HookTimeout { .. } => "hookTimeout",
-            RunError::IdleTimeout { .. } => "idleTimeout",
-            RunError::AgentFailed { .. } => "agentFailed",
-            RunError::Cancelled => "cancelled",
+            RunError::BranchInUse(LockError::InUse { .. }) => crate::error::ErrorKind::BranchInUse,
+            RunError::BranchInUse(_) | RunError::Io(_) => crate::error::ErrorKind::Io,
+            RunError::WorktreeNotFound(_) => crate::error::ErrorKind::WorktreeNotFound,
+            RunError::SourcesRequired { .. } => crate::error::ErrorKind::SourceBranchRequired,
+            RunError::Hook { .. } => crate::error::ErrorKind::HookFailed,
+            RunError::HookTimeout { .. } => crate::error::ErrorKind::HookTimeout,
+            RunError::IdleTimeout { .. } => crate::error::ErrorKind::IdleTimeout,
+            RunError::AgentFailed { .. } => crate::error::ErrorKind::AgentFailed,
+            RunError::Cancelled => crate::error::ErrorKind::Cancelled,
             RunError::Merge(e) => e.kind(),
-            RunError::Sandbox(_) => "sandbox",
-            RunError::Git(_) => "git",
+            RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
+            RunError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 
@@ -403,8 +407,8 @@ pub enum CancelError {
 
 impl CancelError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
-        "unknownRun"
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::ErrorKind::UnknownRun
     }
 }
 
@@ -562,7 +566,7 @@ async fn run_recorded(
         ctx.log.line(&format!("[slipway] failed: {error}"));
         ctx.result.status = error.status();
         ctx.result.error = Some(ErrorInfo {
-            kind: error.kind().to_owned(),
+            kind: error.kind(),
             message: error.to_string(),
         });
         Err(RunFailure {

@@ -149,7 +149,7 @@ impl RunRecord {
             warnings: Vec::new(),
             mounts: Vec::new(),
             error: Some(ErrorInfo {
-                kind: "runDied".into(),
+                kind: crate::error::ErrorKind::RunDied,
                 message,
             }),
         });

@@ -57,10 +57,10 @@ pub enum SandboxesError {
 
 impl SandboxesError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            SandboxesError::Unknown(_) => "unknownSandbox",
-            SandboxesError::NotAContainer => "invalidParams",
+            SandboxesError::Unknown(_) => crate::error::ErrorKind::UnknownSandbox,
+            SandboxesError::NotAContainer => crate::error::ErrorKind::InvalidParams,
             SandboxesError::Run(e) => e.kind(),
         }
     }

@@ -398,14 +398,14 @@ impl From<EditError> for WorkspaceError {
 
 impl WorkspaceError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            WorkspaceError::Io { .. } => "io",
-            WorkspaceError::Syntax { .. } => "workspaceSyntax",
-            WorkspaceError::NotFound { .. } => "workspaceNotFound",
-            WorkspaceError::AlreadyExists { .. } => "workspaceExists",
-            WorkspaceError::InvalidName { .. } => "invalidWorkspaceName",
-            WorkspaceError::NoConfigDir => "noConfigDir",
+            WorkspaceError::Io { .. } => crate::error::ErrorKind::Io,
+            WorkspaceError::Syntax { .. } => crate::error::ErrorKind::WorkspaceSyntax,
+            WorkspaceError::NotFound { .. } => crate::error::ErrorKind::WorkspaceNotFound,
+            WorkspaceError::AlreadyExists { .. } => crate::error::ErrorKind::WorkspaceExists,
+            WorkspaceError::InvalidName { .. } => crate::error::ErrorKind::InvalidWorkspaceName,
+            WorkspaceError::NoConfigDir => crate::error::ErrorKind::NoConfigDir,
             WorkspaceError::Invalid(e) => e.kind(),
             WorkspaceError::Edit(e) => e.kind(),
         }

@@ -99,19 +99,23 @@ pub enum CreateError {
 
 impl CreateError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            CreateError::InvalidBranch(_) => "invalidBranchName",
+            CreateError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             CreateError::Source(e) => e.kind(),
-            CreateError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
-            CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => "io",
-            CreateError::CheckedOutInHost { .. } | CreateError::CheckedOutElsewhere { .. } => {
-                "branchCheckedOut"
+            CreateError::BranchInUse(LockError::InUse { .. }) => {
+                crate::error::ErrorKind::BranchInUse
             }
-            CreateError::PathOccupied { .. } => "pathOccupied",
-            CreateError::Copy { .. } => "copyFailed",
-            CreateError::BadCopyPattern(_) => "invalidParams",
-            CreateError::Git(_) => "git",
+            CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => {
+                crate::error::ErrorKind::Io
+            }
+            CreateError::CheckedOutInHost { .. } | CreateError::CheckedOutElsewhere { .. } => {
+                crate::error::ErrorKind::BranchCheckedOut
+            }
+            CreateError::PathOccupied { .. } => crate::error::ErrorKind::PathOccupied,
+            CreateError::Copy { .. } => crate::error::ErrorKind::CopyFailed,
+            CreateError::BadCopyPattern(_) => crate::error::ErrorKind::InvalidParams,
+            CreateError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 
@@ -634,12 +638,16 @@ pub enum CloseError {
 
 impl CloseError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            CloseError::NotFound { .. } => "worktreeNotFound",
-            CloseError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
-            CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => "io",
-            CloseError::Git(_) => "git",
+            CloseError::NotFound { .. } => crate::error::ErrorKind::WorktreeNotFound,
+            CloseError::BranchInUse(LockError::InUse { .. }) => {
+                crate::error::ErrorKind::BranchInUse
+            }
+            CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => {
+                crate::error::ErrorKind::Io
+            }
+            CloseError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }
