@@ -15,6 +15,7 @@ mod docker_isolated;
 mod docker_long_lived;
 mod docker_runs;
 mod docker_sandbox;
+mod edges_agree;
 mod host_git_runs_no_repo_programs;
 mod lsp_bad_input;
 mod lsp_commands;

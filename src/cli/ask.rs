@@ -7,7 +7,6 @@ use std::path::Path;
 
 use slipway_core::git::HostRepo;
 use slipway_core::git::policy::{SourcePolicy, branch_choices};
-use slipway_core::run::workspace::{Isolation, WorkspacePlan};
 
 use super::CliError;
 
@@ -60,21 +59,4 @@ pub fn resolve_ask(policy: SourcePolicy, repo: &Path) -> Result<SourcePolicy, Cl
     }
     let host = HostRepo::open(repo)?;
     choose("the new worktree", &branch_choices(host.git())?)
-}
-
-/// Answers every `ask` mount of a workspace, in mount order, when a person is there.
-pub fn resolve_workspace(plan: &mut WorkspacePlan) -> Result<(), CliError> {
-    if !interactive() {
-        return Ok(());
-    }
-    for mount in &mut plan.mounts {
-        if mount.isolation != Isolation::Shared && mount.source == SourcePolicy::Ask {
-            let host = HostRepo::open(&mount.src)?;
-            mount.source = choose(
-                &format!("the mount {}", mount.dst.display()),
-                &branch_choices(host.git())?,
-            )?;
-        }
-    }
-    Ok(())
 }

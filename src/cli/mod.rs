@@ -9,7 +9,6 @@ mod logs;
 mod render;
 mod workspace;
 
-use slipway_core::error::ErrorKind;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,15 +18,19 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
-use slipway_core::agent::AgentSpec;
-use slipway_core::agent::prompt::PromptSource;
+use slipway_core::error::ErrorKind;
 use slipway_core::git::policy::{self, SourcePolicy};
 use slipway_core::git::{HostRepo, branches};
-use slipway_core::run::{self, Hooks, RunEvent, RunRequest, RunStrategy, SandboxSpec, Timeouts};
-use slipway_core::worktree::{self, CreateRequest, WorktreeTarget};
+use slipway_core::plan::worktree::{CreateInput, plan_create};
+use slipway_core::plan::{
+    self, AgentInput, PlanError, RunInput, RunPlan, SandboxInput, TimeoutInput, WorkspaceInput,
+};
+use slipway_core::run::{self, Hooks, RunEvent, RunRequest, SandboxSpec};
+use slipway_core::workspace::{SandboxKind, StrategyKind};
+use slipway_core::worktree::{self, WorktreeTarget};
 use tokio_util::sync::CancellationToken;
 
-use args::{AgentArg, Cli, Command, RunArgs, SandboxArg, SourceArgs, StrategyArg, WorktreeCommand};
+use args::{Cli, Command, RunArgs, SandboxArg, SourceArgs, StrategyArg, WorktreeCommand};
 pub use error::CliError;
 
 /// Entry point of the binary.
@@ -113,7 +116,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let host = open(&cli.repo)?;
             let policy =
                 ask::resolve_ask(source_policy(&args, SourcePolicy::HostHead)?, host.root())?;
-            let resolved = policy::resolve(host.git(), &policy)?;
+            let resolved = policy::resolve(host.git(), &policy)
+                .map_err(|e| CliError::from(PlanError::source(&host, e)))?;
             if cli.json {
                 print_json(&resolved);
             } else {
@@ -123,21 +127,20 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Worktree(WorktreeCommand::Create(args)) => {
             let host = open(&cli.repo)?;
-            let target = match (args.branch, args.merge_to_head) {
-                (Some(name), false) => WorktreeTarget::Branch {
-                    name,
+            let source = ask::resolve_ask(
+                source_policy(&args.source, SourcePolicy::HostHead)?,
+                host.root(),
+            )?;
+            let request = plan_create(
+                &host,
+                CreateInput {
+                    strategy: args.merge_to_head.then_some(StrategyKind::MergeToHead),
+                    branch: args.branch,
                     base: args.base,
+                    source: Some(source),
+                    copy: args.copy,
                 },
-                _ => WorktreeTarget::MergeToHead,
-            };
-            let request = CreateRequest {
-                target,
-                source: ask::resolve_ask(
-                    source_policy(&args.source, SourcePolicy::HostHead)?,
-                    host.root(),
-                )?,
-                copy: args.copy,
-            };
+            )?;
             let message = match &request.target {
                 WorktreeTarget::Branch { name, .. } => format!("creating a worktree for '{name}'"),
                 WorktreeTarget::MergeToHead => "creating a merge-to-head worktree".to_owned(),
@@ -147,7 +150,13 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             } else {
                 format!("{message} and copying {}", request.copy.join(", "))
             };
-            let created = with_spinner(cli.json, message, || worktree::create(&host, &request))?;
+            let created = with_spinner(cli.json, message, || worktree::create(&host, &request))
+                .map_err(|e| match e {
+                    worktree::CreateError::Source(inner) => {
+                        CliError::from(PlanError::source(&host, inner))
+                    }
+                    other => CliError::from(other),
+                })?;
             if cli.json {
                 print_json(&created);
             } else {
@@ -180,51 +189,23 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
-            let plan = match &args.workspace {
-                Some(name) => {
-                    let mut plan = workspace::plan_for_run(name)?;
-                    ask::resolve_workspace(&mut plan)?;
-                    Some(plan)
-                }
-                None => None,
-            };
-            let mut args = args;
-            if let Some(name) = args.workspace.clone() {
-                apply_workspace_defaults(&mut args, &name)?;
+            if let Some(file) = &args.request_file {
+                // A request the sidecar planned already (a detached run).
+                let host = open(&cli.repo)?;
+                let bytes = std::fs::read(file)?;
+                let request: RunRequest = serde_json::from_slice(&bytes).map_err(|e| {
+                    CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
+                })?;
+                return run_cli(&host, request, cli.json);
             }
-            // A workspace run keeps its records in the repository of the mount
-            // covering the workdir (else the first isolated mount's).
-            let repo_path = match (&cli.repo, &plan) {
-                (None, Some(plan)) => plan
-                    .mounts
-                    .iter()
-                    .filter(|m| plan.workdir.starts_with(&m.dst) && HostRepo::open(&m.src).is_ok())
-                    .max_by_key(|m| m.dst.components().count())
-                    .or_else(|| {
-                        plan.mounts.iter().find(|m| {
-                            m.isolation != slipway_core::run::workspace::Isolation::Shared
-                        })
-                    })
-                    .map(|m| m.src.clone()),
-                _ => cli.repo.clone(),
-            };
-            let host = open(&repo_path)?;
-            let request = match &args.request_file {
-                Some(file) => {
-                    let bytes = std::fs::read(file)?;
-                    serde_json::from_slice(&bytes).map_err(|e| {
-                        CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
-                    })?
-                }
-                None => run_request(*args)?,
-            };
-            let source = ask::resolve_ask(request.source.clone(), host.root())?;
-            let request = RunRequest {
-                workspace: plan.or(request.workspace),
-                source,
-                ..request
-            };
-            run_cli(&host, request, cli.json)
+            let dry_run = args.dry_run;
+            let plan = plan_interactively(run_input(*args, cli.repo.clone())?)?;
+            if dry_run {
+                print_json(&plan);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let host = open(&Some(plan.repository.clone()))?;
+            run_cli(&host, plan.request, cli.json)
         }
         Command::Lsp(args) => {
             crate::lsp::serve_stdio(args.log_file.as_deref())?;
@@ -258,126 +239,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
-fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
-    let strategy = match (args.strategy, &args.branch) {
-        (Some(StrategyArg::Head), None) => RunStrategy::Head,
-        (Some(StrategyArg::MergeToHead), None) | (None, None) => RunStrategy::MergeToHead,
-        (Some(StrategyArg::Branch) | None, Some(name)) => RunStrategy::Branch {
-            name: name.clone(),
-            base: args.base.clone(),
-        },
-        (Some(StrategyArg::Branch), None) => {
-            return Err(CliError::new(
-                ErrorKind::InvalidParams,
-                "the branch strategy needs a branch: add --branch NAME",
-            ));
-        }
-        (Some(other), Some(_)) => {
-            return Err(CliError::new(
-                ErrorKind::InvalidParams,
-                format!(
-                    "--branch only goes with --strategy branch, not {}",
-                    if other == StrategyArg::Head {
-                        "head"
-                    } else {
-                        "merge-to-head"
-                    }
-                ),
-            ));
-        }
-    };
-    if args.base.is_some() && !matches!(strategy, RunStrategy::Branch { .. }) {
-        return Err(CliError::new(
-            ErrorKind::InvalidParams,
-            "--base only goes with --branch",
-        ));
-    }
-    if strategy == RunStrategy::Head
-        && args.worktree.is_none()
-        && (args.source.source.is_some() || !args.copy.is_empty())
-    {
-        return Err(CliError::new(
-            ErrorKind::InvalidParams,
-            "the head strategy runs in the host checkout: --source and --copy do not apply",
-        ));
-    }
-    let sandbox = match (args.sandbox.unwrap_or(SandboxArg::None), args.image.clone()) {
-        (SandboxArg::None, None) => SandboxSpec::None,
-        (SandboxArg::None, Some(_)) => {
-            return Err(CliError::new(
-                ErrorKind::InvalidParams,
-                "--image only applies to docker sandboxes; add --sandbox docker",
-            ));
-        }
-        (SandboxArg::Docker, Some(image)) => SandboxSpec::Docker {
-            image,
-            network: args.network.clone(),
-        },
-        (SandboxArg::Docker, None) => {
-            return Err(CliError::new(
-                ErrorKind::InvalidParams,
-                "the docker sandbox needs an image: add --image IMAGE (build one with `docker build`; nothing is pulled)",
-            ));
-        }
-        (SandboxArg::DockerIsolated, Some(image)) => SandboxSpec::DockerIsolated {
-            image,
-            network: args.network.clone(),
-        },
-        (SandboxArg::DockerIsolated, None) => {
-            return Err(CliError::new(
-                ErrorKind::InvalidParams,
-                "the docker-isolated sandbox needs an image: add --image IMAGE (nothing is pulled)",
-            ));
-        }
-    };
-    let agent = match args.agent.unwrap_or(AgentArg::Command) {
-        AgentArg::Command => {
-            if args.model.is_some() || args.effort.is_some() || args.resume.is_some() {
-                return Err(CliError::new(
-                    ErrorKind::InvalidParams,
-                    "--model, --effort and --resume do not apply to the command agent",
-                ));
-            }
-            AgentSpec::Command {
-                command: args.program.clone(),
-            }
-        }
-        other => {
-            let name = other
-                .to_possible_value()
-                .map(|v| v.get_name().to_owned())
-                .unwrap_or_default();
-            let options = slipway_core::agent::AgentOptions {
-                model: args.model.clone(),
-                effort: args.effort.clone(),
-                resume: args
-                    .resume
-                    .clone()
-                    .map(|session_id| slipway_core::agent::ResumeSpec {
-                        session_id,
-                        fork: args.fork,
-                    }),
-                extra_args: args.program.clone(),
-                ..Default::default()
-            };
-            let spec = AgentSpec::named(&name, options)
-                .map_err(|e| CliError::new(e.kind(), e.to_string()))?;
-            spec.build()
-                .map_err(|e| CliError::new(e.kind(), e.to_string()))?;
-            spec
-        }
-    };
-    let prompt = match (args.prompt, args.prompt_file) {
-        (Some(text), None) => PromptSource::Inline(text),
-        (None, Some(file)) => PromptSource::File(file),
-        (None, None) => PromptSource::Inline(String::new()),
-        (Some(_), Some(_)) => {
-            return Err(CliError::new(
-                ErrorKind::InvalidParams,
-                "give --prompt or --prompt-file, not both",
-            ));
-        }
-    };
+/// The command line's run arguments as the plan takes them: spelling only,
+/// every decision is the plan's.
+fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<RunInput, CliError> {
     let mut prompt_args = BTreeMap::new();
     for pair in &args.args {
         let Some((k, v)) = pair.split_once('=') else {
@@ -388,31 +252,97 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
         };
         prompt_args.insert(k.to_owned(), v.to_owned());
     }
-    Ok(RunRequest {
+    let source = match (&args.source.source, &args.source.reference) {
+        (None, None) => None,
+        _ => Some(source_policy(&args.source, SourcePolicy::HostHead)?),
+    };
+    Ok(RunInput {
         run_id: args.run_id,
-        strategy,
+        repository,
+        strategy: args.strategy.map(|s| match s {
+            StrategyArg::Head => StrategyKind::Head,
+            StrategyArg::MergeToHead => StrategyKind::MergeToHead,
+            StrategyArg::Branch => StrategyKind::Branch,
+        }),
+        branch: args.branch,
+        base: args.base,
         worktree: args.worktree,
-        source: source_policy(&args.source, SourcePolicy::HostHead)?,
+        sandbox_id: args.in_sandbox,
+        source,
         copy: args.copy,
-        agent,
-        sandbox,
-        sandbox_id: args.in_sandbox.clone(),
-        workspace: None,
-        prompt,
-        prompt_args,
+        agent: AgentInput::Named {
+            name: args
+                .agent
+                .and_then(|a| a.to_possible_value())
+                .map(|v| v.get_name().to_owned()),
+            options: slipway_core::agent::AgentOptions {
+                model: args.model,
+                effort: args.effort,
+                resume: args
+                    .resume
+                    .map(|session_id| slipway_core::agent::ResumeSpec {
+                        session_id,
+                        fork: args.fork,
+                    }),
+                ..Default::default()
+            },
+            program: args.program,
+        },
+        sandbox: SandboxInput {
+            kind: args.sandbox.map(|s| match s {
+                SandboxArg::None => SandboxKind::None,
+                SandboxArg::Docker => SandboxKind::Docker,
+                SandboxArg::DockerIsolated => SandboxKind::DockerIsolated,
+            }),
+            image: args.image,
+            network: args.network,
+        },
+        workspace: args.workspace.map(WorkspaceInput::Name),
+        sources: BTreeMap::new(),
+        prompt: args.prompt,
+        prompt_file: args.prompt_file,
+        args: prompt_args,
         max_iterations: args.max_iterations,
         completion_signals: args.completion_signals,
-        timeouts: Timeouts {
-            idle: Duration::from_secs(args.idle_timeout),
-            hook: Duration::from_secs(args.hook_timeout),
-            completion_grace: Duration::from_secs(args.completion_grace),
-            merge: Duration::from_secs(args.merge_timeout),
+        timeouts: TimeoutInput {
+            idle_secs: args.idle_timeout,
+            hook_secs: args.hook_timeout,
+            completion_grace_secs: args.completion_grace,
+            merge_secs: args.merge_timeout,
         },
-        hooks: Hooks {
-            host_on_worktree_ready: args.on_worktree_ready,
-            sandbox_on_sandbox_ready: args.on_sandbox_ready,
-        },
+        hooks: (!args.on_worktree_ready.is_empty() || !args.on_sandbox_ready.is_empty()).then_some(
+            Hooks {
+                host_on_worktree_ready: args.on_worktree_ready,
+                sandbox_on_sandbox_ready: args.on_sandbox_ready,
+            },
+        ),
+        handoff: false,
     })
+}
+
+/// Plans a run; an `ask` source is answered at the terminal when a person is
+/// there (then planned again with the answer), else it is the error.
+fn plan_interactively(mut input: RunInput) -> Result<RunPlan, CliError> {
+    let cwd = std::env::current_dir()?;
+    loop {
+        match plan::plan_run(input.clone(), &cwd) {
+            Ok(plan) => return Ok(plan),
+            Err(PlanError::Source {
+                error: policy::SourceError::SourceBranchRequired { choices },
+                ..
+            }) if ask::interactive() => {
+                input.source = Some(ask::choose("the new worktree", &choices)?);
+            }
+            Err(PlanError::SourcesRequired { mounts }) if ask::interactive() => {
+                for (dst, entries) in mounts {
+                    let choices: Vec<String> = entries.into_iter().map(|b| b.name).collect();
+                    let answer = ask::choose(&format!("the mount {}", dst.display()), &choices)?;
+                    input.sources.insert(dst.display().to_string(), answer);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// A spinner on stderr when a person is watching it (not `--json`, stderr a
@@ -644,39 +574,4 @@ fn sandbox_command(
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// Fills what the command line left unset from the workspace's run defaults
-/// (the command line wins).
-fn apply_workspace_defaults(args: &mut RunArgs, name: &str) -> Result<(), CliError> {
-    use slipway_core::workspace::{SandboxKind, Workspace};
-    let ws = Workspace::load_named(name).map_err(|e| CliError::new(e.kind(), e.to_string()))?;
-    let defaults = &ws.defaults;
-    if args.sandbox.is_none() {
-        args.sandbox = defaults.sandbox.map(|kind| match kind {
-            SandboxKind::None => SandboxArg::None,
-            SandboxKind::Docker => SandboxArg::Docker,
-            SandboxKind::DockerIsolated => SandboxArg::DockerIsolated,
-        });
-    }
-    if args.image.is_none() && args.sandbox.is_some_and(|s| s != SandboxArg::None) {
-        args.image = defaults.image.clone();
-    }
-    if args.agent.is_none()
-        && let Some(agent) = &defaults.agent
-    {
-        args.agent = Some(AgentArg::from_str(agent, true).map_err(|_| {
-            CliError::new(
-                ErrorKind::InvalidParams,
-                format!("workspace {name}: unknown agent '{agent}'"),
-            )
-        })?);
-    }
-    if args.on_worktree_ready.is_empty() {
-        args.on_worktree_ready = defaults.hooks.host_on_worktree_ready.clone();
-    }
-    if args.on_sandbox_ready.is_empty() {
-        args.on_sandbox_ready = defaults.hooks.sandbox_on_sandbox_ready.clone();
-    }
-    Ok(())
 }

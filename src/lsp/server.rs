@@ -76,10 +76,16 @@ impl SlipwayServer {
     }
 
     async fn start_run(&self, args: RunArgs, handoff: bool) -> Result<Value> {
+        let dry_run = args.dry_run;
+        let plan = tokio::task::spawn_blocking(move || commands::plan_run(args, handoff))
+            .await
+            .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))??;
+        if dry_run {
+            return Ok(json!({ "plan": plan }));
+        }
         let (run_id, common, root) = tokio::task::spawn_blocking(move || {
-            let host = commands::open(&args.root)?;
-            let request = commands::validate_run(&host, args, handoff)?;
-            let run_id = detach::spawn_run(&host, &request).map_err(|e| {
+            let host = commands::open(&plan.repository)?;
+            let run_id = detach::spawn_run(&host, &plan.request).map_err(|e| {
                 error(
                     ErrorKind::Io,
                     format!("cannot start the run process: {e}"),
@@ -98,6 +104,17 @@ impl SlipwayServer {
         self.state.follow(&common, &run_id).await;
         Ok(json!({ "runId": run_id }))
     }
+}
+
+/// `capabilities.experimental.slipway`: the protocol version and every name
+/// the server accepts (agents, sandboxes, policies, strategies, land modes).
+fn advertised() -> Value {
+    let mut names =
+        serde_json::to_value(slipway_core::plan::vocabularies()).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut names {
+        map.insert("protocol".into(), json!(PROTOCOL_VERSION));
+    }
+    names
 }
 
 /// `slipway.status`: cheap state for one path from the cache, with the
@@ -175,7 +192,11 @@ impl LanguageServer for SlipwayServer {
                     }),
                     file_operations: None,
                 }),
-                experimental: Some(json!({ "slipwayProtocol": PROTOCOL_VERSION })),
+                // The names the server accepts: shims offer these and keep no lists.
+                experimental: Some(json!({
+                    "slipwayProtocol": PROTOCOL_VERSION,
+                    "slipway": advertised(),
+                })),
                 ..ServerCapabilities::default()
             },
             server_info: Some(ServerInfo {

@@ -27,8 +27,8 @@ use tower_lsp_server::ls_types::{
 use super::protocol::{RunFinished, RunFinishedParams, SlipwayStatus};
 use super::status_cache::StatusCache;
 use slipway_core::git::{HostRepo, canonical};
-use slipway_core::run::RunEvent;
 use slipway_core::run::record::{RunRecord, RunState, read_events};
+use slipway_core::run::{RunEvent, heard};
 use slipway_core::worktree::{self, WorktreeState, WorktreeStatus};
 
 /// How often the state is refreshed when nothing pokes it.
@@ -78,10 +78,18 @@ struct Repo {
     follows: HashMap<String, Follow>,
     /// Shared with the blocking refresh task, hence a plain mutex.
     statuses: Arc<std::sync::Mutex<StatusCache>>,
+    /// This sidecar listening on the repository (`run::heard`), once announced.
+    presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
+    /// Finished runs this sidecar has told its client about, or that ended
+    /// before it started and were heard by another (each sidecar keeps its own).
+    heard: HashSet<String>,
 }
 
 /// The sidecar's state.
 pub struct State {
+    /// When this sidecar started (seconds since the epoch): runs that end from
+    /// then on are this sidecar's to report.
+    started_at: u64,
     repos: Mutex<BTreeMap<PathBuf, Repo>>,
     pending_roots: Mutex<Vec<PathBuf>>,
     progress_supported: AtomicBool,
@@ -91,9 +99,17 @@ pub struct State {
     last_status: Mutex<Value>,
 }
 
+/// What the blocking refresh of one repository shares with the state.
+struct Shared {
+    statuses: Arc<std::sync::Mutex<StatusCache>>,
+    presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
+    heard: HashSet<String>,
+}
+
 /// What one refresh of one repository found (computed on a blocking thread).
 struct Refresh {
     common_dir: PathBuf,
+    slipway_dir: PathBuf,
     snapshot: Snapshot,
     running: Vec<String>,
     finished: Vec<RunRecord>,
@@ -108,6 +124,7 @@ impl State {
     /// Empty state.
     pub fn new() -> Arc<State> {
         Arc::new(State {
+            started_at: slipway_core::util::now_secs(),
             repos: Mutex::new(BTreeMap::new()),
             pending_roots: Mutex::new(Vec::new()),
             progress_supported: AtomicBool::new(false),
@@ -137,13 +154,19 @@ impl State {
             snapshot: None,
             follows: HashMap::new(),
             statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(&common_dir))),
+            presence: Arc::new(std::sync::Mutex::new(None)),
+            heard: HashSet::new(),
         });
     }
 
-    /// The status cache of a registered repository.
-    async fn statuses(&self, common_dir: &Path) -> Option<Arc<std::sync::Mutex<StatusCache>>> {
+    /// What the blocking refresh of a registered repository needs.
+    async fn statuses(&self, common_dir: &Path) -> Option<Shared> {
         let repos = self.repos.lock().await;
-        repos.get(common_dir).map(|r| r.statuses.clone())
+        repos.get(common_dir).map(|r| Shared {
+            statuses: r.statuses.clone(),
+            presence: r.presence.clone(),
+            heard: r.heard.clone(),
+        })
     }
 
     /// Starts following a run started by this sidecar.
@@ -329,12 +352,7 @@ impl State {
                 self.register(common, root).await;
             }
         }
-        type Work = (
-            PathBuf,
-            PathBuf,
-            HashMap<String, u64>,
-            Arc<std::sync::Mutex<StatusCache>>,
-        );
+        type Work = (PathBuf, PathBuf, HashMap<String, u64>, Shared);
         let work: Vec<Work> = {
             let repos = self.repos.lock().await;
             repos
@@ -345,7 +363,12 @@ impl State {
                         .iter()
                         .map(|(id, f)| (id.clone(), f.offset))
                         .collect();
-                    (common.clone(), r.root.clone(), offsets, r.statuses.clone())
+                    let shared = Shared {
+                        statuses: r.statuses.clone(),
+                        presence: r.presence.clone(),
+                        heard: r.heard.clone(),
+                    };
+                    (common.clone(), r.root.clone(), offsets, shared)
                 })
                 .collect()
         };
@@ -360,8 +383,26 @@ impl State {
         self.publish(client).await;
     }
 
-    async fn apply(&self, client: &Client, refresh: Refresh) {
+    async fn apply(&self, client: &Client, mut refresh: Refresh) {
         let progress = self.progress_supported.load(Ordering::SeqCst);
+        // A run that ended since this sidecar started is its to report; one that
+        // ended before is, only when no sidecar heard it end (one claimant wins).
+        let started_at = self.started_at;
+        let slipway_dir = refresh.slipway_dir.clone();
+        let finished = std::mem::take(&mut refresh.finished);
+        let decided: Vec<(RunRecord, bool)> = tokio::task::spawn_blocking(move || {
+            finished
+                .into_iter()
+                .map(|r| {
+                    // Claimed first: a report takes what was left for the next sidecar.
+                    let claimed = heard::claim_unheard(&slipway_dir, &r.run_id);
+                    let ours = claimed || r.finished.unwrap_or(0) >= started_at;
+                    (r, ours)
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_default();
         let mut to_begin = Vec::new();
         let mut reports = Vec::new();
         let mut to_finish = Vec::new();
@@ -403,12 +444,15 @@ impl State {
                     to_begin.push(run_id.clone());
                 }
             }
-            for record in refresh.finished {
+            for (record, ours) in decided {
+                repo.heard.insert(record.run_id.clone());
                 let had_token = repo
                     .follows
                     .remove(&record.run_id)
                     .is_some_and(|f| f.progress == ProgressState::Active);
-                to_finish.push((record, had_token, repo.root.clone()));
+                if ours {
+                    to_finish.push((record, had_token, repo.root.clone()));
+                }
             }
             repo.snapshot = Some(refresh.snapshot);
         }
@@ -505,8 +549,6 @@ impl State {
                     usage: result.usage,
                 })
                 .await;
-            let run_id = record.run_id.clone();
-            let _ = tokio::task::spawn_blocking(move || mark_reported(&root, &run_id)).await;
         }
     }
 
@@ -616,11 +658,25 @@ fn compute(
     common: &Path,
     root: &Path,
     offsets: &HashMap<String, u64>,
-    statuses: &std::sync::Mutex<StatusCache>,
+    shared: &Shared,
 ) -> Option<Refresh> {
     let host = HostRepo::open(root).ok()?;
+    {
+        // Listening from the first refresh on; a poisoned lock only means a retry.
+        let mut presence = shared
+            .presence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if presence.is_none() && worktree::ensure_slipway_dir(&host).is_ok() {
+            match heard::announce(&host.slipway_dir()) {
+                Ok(p) => *presence = Some(p),
+                Err(e) => tracing::warn!("cannot announce this sidecar in {}: {e}", root.display()),
+            }
+        }
+    }
     // Refreshes of one repository take turns; a poisoned cache is only stale.
-    let mut cache = statuses
+    let mut cache = shared
+        .statuses
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let worktrees = worktree::list_with(&host, |record| {
@@ -641,7 +697,7 @@ fn compute(
         .collect();
     let finished: Vec<RunRecord> = records
         .iter()
-        .filter(|r| r.state == RunState::Finished && !r.reported)
+        .filter(|r| r.state == RunState::Finished && !shared.heard.contains(&r.run_id))
         .cloned()
         .collect();
     let mut events = Vec::new();
@@ -654,7 +710,7 @@ fn compute(
     }
     let runs: Vec<RunSummary> = records
         .iter()
-        .filter(|r| r.state == RunState::Running || !r.reported)
+        .filter(|r| r.state == RunState::Running || !shared.heard.contains(&r.run_id))
         .map(|r| RunSummary {
             run_id: r.run_id.clone(),
             state: r.state,
@@ -668,6 +724,7 @@ fn compute(
         .count();
     Some(Refresh {
         common_dir: common.to_path_buf(),
+        slipway_dir: slipway_dir.clone(),
         snapshot: Snapshot {
             root: host.root().to_path_buf(),
             common_dir: host.common_dir().to_path_buf(),
@@ -680,15 +737,4 @@ fn compute(
         finished,
         events,
     })
-}
-
-fn mark_reported(root: &Path, run_id: &str) {
-    let Ok(host) = HostRepo::open(root) else {
-        return;
-    };
-    let dir = host.slipway_dir();
-    if let Some(mut record) = RunRecord::load(&dir, run_id) {
-        record.reported = true;
-        let _ = record.save(&dir);
-    }
 }

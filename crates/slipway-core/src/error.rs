@@ -269,6 +269,18 @@ pub struct Report {
     pub hints: Vec<Hint>,
 }
 
+impl Report {
+    /// The message followed by each hint in an edge's words.
+    pub fn worded(&self, word: impl Fn(&Hint) -> String) -> String {
+        let mut message = self.message.clone();
+        for hint in &self.hints {
+            message.push_str("; ");
+            message.push_str(&word(hint));
+        }
+        message
+    }
+}
+
 /// A failure that can be reported at an edge.
 pub trait Failure: std::error::Error {
     /// The stable kind.

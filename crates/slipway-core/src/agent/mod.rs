@@ -198,9 +198,7 @@ pub enum AgentSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum AgentSpecError {
     /// `command` without a program.
-    #[error(
-        "the command agent needs a program: put it after `--` (e.g. `slipway run -- ./agent.sh`)"
-    )]
+    #[error("the command agent needs a program")]
     EmptyCommand,
     /// No provider has that name.
     #[error(

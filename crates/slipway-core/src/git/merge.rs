@@ -59,7 +59,7 @@ pub enum MergeError {
     /// The merge took longer than the merge timeout; it stopped before the
     /// host changed.
     #[error(
-        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise --merge-timeout"
+        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise the merge timeout"
     )]
     Timeout { branch: String, secs: u64 },
     /// libgit2 failed.

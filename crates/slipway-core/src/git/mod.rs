@@ -25,7 +25,7 @@ use git2::Repository;
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The path is not inside a git repository.
-    #[error("{} is not inside a git repository; pass --repo with a path inside one", path.display())]
+    #[error("{} is not inside a git repository", path.display())]
     NotARepository { path: PathBuf },
     /// The path does not exist or is not a directory.
     #[error("{} does not exist or is not a directory", path.display())]

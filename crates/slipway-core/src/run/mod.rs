@@ -25,6 +25,7 @@ use crate::worktree::lock::{BranchLock, LockError};
 use record::{EventLog, RunRecord, RunState};
 
 mod active;
+pub mod heard;
 mod place;
 mod process;
 pub mod record;
@@ -263,6 +264,12 @@ pub struct RunResult {
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The request does not pass the plan's checks.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// The agent session to resume cannot be handed in.
+    #[error("cannot hand the session to the sandbox: {0}")]
+    Session(#[from] crate::agent::session::SessionError),
     /// The prompt cannot be used.
     #[error(transparent)]
     Prompt(#[from] PromptError),
@@ -285,7 +292,7 @@ pub enum RunError {
         mounts: Vec<(PathBuf, Vec<String>)>,
     },
     /// `--worktree` named nothing.
-    #[error("no slipway worktree matches '{0}'; see `slipway worktree list`")]
+    #[error("no slipway worktree matches '{0}'")]
     WorktreeNotFound(String),
     /// A hook failed.
     #[error("hook `{command}` ({stage}) failed with exit code {code}:\n{output}")]
@@ -332,12 +339,11 @@ impl RunError {
     /// Stable machine-readable kind.
     pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            RunError::Prompt(PromptError::MissingArgs { .. }) => {
-                crate::error::ErrorKind::MissingPromptArgs
-            }
-            RunError::Prompt(_) | RunError::Agent(_) | RunError::Invalid(_) => {
-                crate::error::ErrorKind::InvalidParams
-            }
+            RunError::Plan(e) => crate::error::Failure::kind(e),
+            RunError::Session(e) => e.kind(),
+            RunError::Prompt(e) => crate::plan::prompt_kind(e),
+            RunError::Agent(e) => e.kind(),
+            RunError::Invalid(_) => crate::error::ErrorKind::InvalidParams,
             RunError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             RunError::Worktree(e) => e.kind(),
             RunError::BranchInUse(LockError::InUse { .. }) => crate::error::ErrorKind::BranchInUse,
@@ -401,7 +407,7 @@ pub type EventSink = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 #[derive(Debug, thiserror::Error)]
 pub enum CancelError {
     /// No record of that run.
-    #[error("no run '{0}' in this repository; see `slipway worktree list` for running runs")]
+    #[error("no run '{0}' in this repository")]
     UnknownRun(String),
 }
 
@@ -514,6 +520,7 @@ pub async fn run(
     if let Err(e) = record.save(&slipway_dir) {
         tracing::warn!("cannot write the run record: {e}");
     }
+    heard::ended(&slipway_dir, &record.run_id);
     outcome
 }
 
@@ -575,40 +582,15 @@ async fn run_recorded(
         })
     };
 
-    // Everything that can be checked is checked before anything is created.
-    let prompt = match Prompt::load(&request.prompt, host.root()) {
-        Ok(p) => p,
+    // Everything that can be checked is checked before anything is created,
+    // by the same checks every edge's plan ends with.
+    let (prompt, agent) = match crate::plan::check(host, &request) {
+        Ok(checked) => {
+            ctx.result.warnings.extend(checked.warnings);
+            (checked.prompt, checked.agent)
+        }
         Err(e) => return fail(ctx, e.into()),
     };
-    if matches!(request.prompt, PromptSource::Inline(_)) && !request.prompt_args.is_empty() {
-        return fail(ctx, PromptError::ArgsWithInline.into());
-    }
-    match prompt.check_args(&request.prompt_args) {
-        Ok(warnings) => ctx.result.warnings.extend(warnings),
-        Err(e) => return fail(ctx, e.into()),
-    }
-    let agent = match request.agent.build() {
-        Ok(a) => a,
-        Err(e) => return fail(ctx, e.into()),
-    };
-    if request.max_iterations == 0 {
-        return fail(
-            ctx,
-            RunError::Invalid("--max-iterations must be at least 1".into()),
-        );
-    }
-    if request
-        .completion_signals
-        .iter()
-        .any(|s| s.trim().is_empty())
-    {
-        return fail(
-            ctx,
-            RunError::Invalid(
-                "a completion signal cannot be empty (it would match every line); give the text the agent prints when it is done".into(),
-            ),
-        );
-    }
 
     let mut request = request;
     if let Some(id) = request.sandbox_id.clone() {

@@ -43,9 +43,6 @@ pub struct RunRecord {
     pub worktree_path: Option<PathBuf>,
     /// The result, once finished.
     pub result: Option<RunResult>,
-    /// Whether an editor has been told that it finished.
-    #[serde(default)]
-    pub reported: bool,
 }
 
 /// The folder of run records.
@@ -74,7 +71,6 @@ impl RunRecord {
             branch: None,
             worktree_path: None,
             result: None,
-            reported: false,
         }
     }
 
@@ -153,7 +149,10 @@ impl RunRecord {
                 message,
             }),
         });
-        let _ = self.save(slipway_dir);
+        if let Err(e) = self.save(slipway_dir) {
+            tracing::warn!("cannot write the run record of {}: {e}", self.run_id);
+        }
+        super::heard::ended(slipway_dir, &self.run_id);
         true
     }
 }

@@ -136,7 +136,7 @@ impl Mount {
 }
 
 /// Where a run's agent runs, as a workspace file names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxKind {
     /// A host process.
@@ -172,7 +172,7 @@ impl SandboxKind {
 }
 
 /// Where the agent's commits land, as a workspace file names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StrategyKind {
     /// Straight into the host checkout.
