@@ -778,9 +778,15 @@ fn initialize_advertises_the_names_the_server_accepts() {
         list("policies"),
         ["host_head", "current_branch", "default", "named", "ask"]
     );
-    assert!(list("landModes").is_empty(), "there is no land command yet: {names}");
+    assert!(
+        list("landModes").is_empty(),
+        "there is no land command yet: {names}"
+    );
     let agents = list("agents");
-    assert!(agents.len() >= 7 && agents.contains(&"claude-code".to_owned()), "{names}");
+    assert!(
+        agents.len() >= 7 && agents.contains(&"claude-code".to_owned()),
+        "{names}"
+    );
     for agent in &agents {
         let spec = if agent == "command" {
             json!({ "type": "command", "command": ["true"] })
@@ -791,7 +797,11 @@ fn initialize_advertises_the_names_the_server_accepts() {
             "slipway.run",
             json!({ "root": repo, "agent": spec, "prompt": "p", "dryRun": true }),
         );
-        assert_eq!(plan["plan"]["request"]["agent"]["type"], json!(agent), "{plan}");
+        assert_eq!(
+            plan["plan"]["request"]["agent"]["type"],
+            json!(agent),
+            "{plan}"
+        );
     }
     for strategy in list("strategies") {
         let branch = (strategy == "branch").then_some("named-one");
@@ -812,6 +822,10 @@ fn initialize_advertises_the_names_the_server_accepts() {
             json!({ "root": repo, "sandbox": spec,
                     "agent": { "type": "command", "command": ["true"] }, "dryRun": true }),
         );
-        assert_eq!(plan["plan"]["request"]["sandbox"]["type"], json!(sandbox), "{plan}");
+        assert_eq!(
+            plan["plan"]["request"]["sandbox"]["type"],
+            json!(sandbox),
+            "{plan}"
+        );
     }
 }

@@ -22,7 +22,7 @@ mod lsp_commands;
 mod lsp_runs;
 mod no_data_loss;
 mod processes;
-mod ref_guard;
+mod run_cannot_write_the_host_git;
 mod runs;
 mod source_policy;
 mod strategies;

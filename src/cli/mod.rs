@@ -28,7 +28,6 @@ use slipway_core::plan::{
 use slipway_core::run::{self, Hooks, RunEvent, RunRequest, SandboxSpec};
 use slipway_core::workspace::{SandboxKind, StrategyKind};
 use slipway_core::worktree::{self, WorktreeTarget};
-use tokio_util::sync::CancellationToken;
 
 use args::{Cli, Command, RunArgs, SandboxArg, SourceArgs, StrategyArg, WorktreeCommand};
 pub use error::CliError;
@@ -372,7 +371,7 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let cancel = CancellationToken::new();
+    let control = run::RunControl::new();
     let spinner = spinner(json, String::new());
     let sink_spinner = spinner.clone();
     let events: run::EventSink = Arc::new(move |event: &RunEvent| {
@@ -393,20 +392,24 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
         }
     });
     let outcome = runtime.block_on(async {
-        let watcher = cancel.clone();
+        let watcher = control.clone();
         tokio::spawn(async move {
             let mut term =
                 match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                     Ok(s) => s,
                     Err(_) => return,
                 };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
+            // The first request stops the agent; a second one also stops
+            // waiting for an isolated sandbox's work to come back.
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {},
+                    _ = term.recv() => {},
+                }
+                watcher.stop();
             }
-            watcher.cancel();
         });
-        run::run(host, request, cancel.clone(), events).await
+        run::run(host, request, control.clone(), events).await
     });
     if let Some(pb) = spinner {
         pb.finish_and_clear();

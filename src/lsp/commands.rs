@@ -131,9 +131,11 @@ pub fn close(args: CloseArgs) -> Answer {
             branch,
             branch_deleted,
             branch_kept,
+            kept_commit,
         } => json!({
             "removed": true, "id": id, "path": path, "branch": branch,
             "branchDeleted": branch_deleted, "branchKept": branch_kept,
+            "keptCommit": kept_commit,
         }),
         CloseOutcome::Preserved {
             id,

@@ -96,6 +96,10 @@ kinds! {
     Sandbox = "sandbox",
     /// The run's process ended without a result.
     RunDied = "runDied",
+    /// The run's branch could not be imported from its private git dir.
+    ImportRefused = "importRefused",
+    /// A record written by a newer or older slipway that this one cannot use.
+    OutdatedState = "outdatedState",
     /// An image build failed.
     ImageBuildFailed = "imageBuildFailed",
     /// A workspace file that is not valid TOML.

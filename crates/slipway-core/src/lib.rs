@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod error;
 pub mod git;
+pub mod nofollow;
 pub mod plan;
 pub mod run;
 pub mod sandbox;

@@ -53,15 +53,67 @@ pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(),
     Ok(())
 }
 
-/// Drops the registration `id` (even when it is locked); with `remove_files`
-/// its directory goes too. Nothing happens when `id` is not registered.
-pub fn prune(repo: &Repository, id: &str, remove_files: bool) -> Result<(), git2::Error> {
+/// Drops the registration `id` (its admin dir under the common git dir,
+/// found by name). Its folder is never touched here: libgit2 would take that
+/// path from the admin dir's `gitdir` file, which slipway does not trust
+/// (see `worktree::removal`). Nothing happens when `id` is not registered.
+pub fn unregister(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     let Ok(wt) = repo.find_worktree(id) else {
         return Ok(());
     };
     let mut opts = git2::WorktreePruneOptions::new();
-    opts.valid(true).locked(true).working_tree(remove_files);
+    opts.valid(true).locked(true).working_tree(false);
     wt.prune(Some(&mut opts))
+}
+
+/// Why worktree `id` is locked (`git worktree lock`), when it is: `Some("")`
+/// for a lock without a reason.
+pub fn lock_reason(repo: &Repository, id: &str) -> Option<String> {
+    let wt = repo.find_worktree(id).ok()?;
+    match wt.is_locked().ok()? {
+        git2::WorktreeLockStatus::Locked(reason) => Some(reason.unwrap_or_default()),
+        git2::WorktreeLockStatus::Unlocked => None,
+    }
+}
+
+/// The commit a checkout's HEAD holds when HEAD is detached and no branch,
+/// remote-tracking ref or tag contains it (closing would leave it on no ref).
+pub fn detached_only_commit(path: &Path) -> Option<Oid> {
+    let repo = Repository::open(path).ok()?;
+    if !repo.head_detached().ok()? {
+        return None;
+    }
+    let head = repo.head().ok()?.peel_to_commit().ok()?.id();
+    let refs = repo.references().ok()?;
+    for r in refs.flatten() {
+        let Ok(name) = r.name() else { continue };
+        if !(name.starts_with("refs/heads/")
+            || name.starts_with("refs/remotes/")
+            || name.starts_with("refs/tags/")
+            || name.starts_with("refs/slipway/kept/"))
+        {
+            continue;
+        }
+        let Some(tip) = r.peel_to_commit().ok().map(|c| c.id()) else {
+            continue;
+        };
+        if tip == head || repo.graph_descendant_of(tip, head).unwrap_or(false) {
+            return None;
+        }
+    }
+    Some(head)
+}
+
+/// Keeps `commit` reachable as `refs/slipway/kept/<id>`; returns the ref.
+pub fn keep_commit(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Error> {
+    let name = format!("refs/slipway/kept/{id}");
+    repo.reference(
+        &name,
+        commit,
+        true,
+        "slipway: commit of a closed worktree's detached HEAD",
+    )?;
+    Ok(name)
 }
 
 /// Where local branch `branch` is checked out other than in worktree

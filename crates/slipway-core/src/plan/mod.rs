@@ -421,6 +421,7 @@ fn timeouts(input: &TimeoutInput) -> Timeouts {
             .completion_grace_secs
             .map_or(d.completion_grace, Duration::from_secs),
         merge: input.merge_secs.map_or(d.merge, Duration::from_secs),
+        ..d
     }
 }
 

@@ -107,7 +107,7 @@ pub(super) async fn run_hooks(
     env: &[(String, String)],
 ) -> Result<(), RunError> {
     let timeout = ctx.timeouts.hook;
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.control.cancel.clone();
     for command in commands {
         ctx.phase("hooks", format!("{stage}: {command}"));
         let spec = ExecSpec {
@@ -150,7 +150,7 @@ pub(super) async fn run_iteration(
     signals: &[String],
 ) -> Result<IterationEnd, RunError> {
     let timeouts = ctx.timeouts;
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.control.cancel.clone();
     let mut exec = sandbox.exec(spec).await?;
     ctx.phase(
         "agentStarted",

@@ -5,6 +5,7 @@ pub mod copy;
 pub mod lock;
 pub mod naming;
 pub mod record;
+pub mod removal;
 
 use std::path::{Path, PathBuf};
 
@@ -207,7 +208,7 @@ pub fn create_locked(
         // Registered but the directory is gone: drop the stale registration.
         let _admin =
             AdminLock::acquire(&locks_dir(host)).map_err(|e| CreateError::Io(e.to_string()))?;
-        worktrees::prune(repo, &id, false)?;
+        worktrees::unregister(repo, &id)?;
     }
     if path.symlink_metadata().is_ok() {
         let empty = std::fs::read_dir(&path)
@@ -604,6 +605,9 @@ pub enum CloseOutcome {
         branch_deleted: bool,
         /// Why the branch was kept, with the commands to merge or discard it.
         branch_kept: Option<String>,
+        /// Where a commit only the worktree's detached HEAD held was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_commit: Option<String>,
     },
     /// The worktree has uncommitted changes and was kept.
     Preserved {
@@ -683,6 +687,13 @@ pub fn preserved_commands(path: &Path) -> Vec<String> {
 }
 
 /// Closes a worktree while the caller holds its branch lock.
+///
+/// Nothing is removed unless every rule holds: the folder is the one slipway
+/// made (see [`removal`]), git still knows it (so its changes can be read),
+/// it is not locked with `git worktree lock`, and it has no uncommitted
+/// changes unless `force`. A detached HEAD whose commit no ref holds is kept
+/// on `refs/slipway/kept/<id>` first. Anything else preserves the worktree
+/// and says why; `force` never overrides the first three.
 pub fn close_locked(
     host: &HostRepo,
     mut record: WorktreeRecord,
@@ -691,21 +702,57 @@ pub fn close_locked(
 ) -> Result<CloseOutcome, CloseError> {
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
-    let registered = worktrees::is_registered(repo, &record.id);
-    let present = record.path.is_dir();
-    if present && !registered && !force {
-        let reason = "the directory is not a registered git worktree, so its changes cannot be checked; it was kept".to_owned();
-        return Ok(CloseOutcome::Preserved {
+    let preserved =
+        |record: &WorktreeRecord, reason: String, changed: Vec<String>| CloseOutcome::Preserved {
             id: record.id.clone(),
             preserved_path: record.path.clone(),
             branch: record.branch.clone(),
             reason,
-            changed_paths: Vec::new(),
+            changed_paths: changed,
             commands: preserved_commands(&record.path),
-        });
-    }
-    if present && registered {
-        let changed = worktrees::changed_paths_at(&record.path)?;
+        };
+    let verified = match removal::verify(host, &record) {
+        Ok(v) => v,
+        Err(not_ours) => {
+            return Ok(CloseOutcome::Preserved {
+                id: record.id.clone(),
+                preserved_path: record.path.clone(),
+                branch: record.branch.clone(),
+                reason: format!("slipway will not delete it: {not_ours}"),
+                changed_paths: Vec::new(),
+                commands: vec![format!("cd {}", record.path.display())],
+            });
+        }
+    };
+    let registered = worktrees::is_registered(repo, &record.id);
+    let mut kept_commit = None;
+    if let Some(dir) = &verified {
+        if !registered {
+            let reason = format!(
+                "git no longer knows it as a worktree, so what in it is uncommitted cannot be told; look inside, then remove it yourself with `rm -rf {}`",
+                dir.path().display()
+            );
+            return Ok(CloseOutcome::Preserved {
+                id: record.id.clone(),
+                preserved_path: record.path.clone(),
+                branch: record.branch.clone(),
+                reason,
+                changed_paths: Vec::new(),
+                commands: vec![format!("cd {}", record.path.display())],
+            });
+        }
+        if let Some(why) = worktrees::lock_reason(repo, &record.id) {
+            let reason = if why.is_empty() {
+                "it is locked (`git worktree lock`); unlock it with `git worktree unlock` first"
+                    .to_owned()
+            } else {
+                format!(
+                    "it is locked (`git worktree lock`: {why}); unlock it with `git worktree unlock` first"
+                )
+            };
+            return Ok(preserved(&record, reason, Vec::new()));
+        }
+        let changed = worktrees::changed_paths_at(dir.path())?;
         if !changed.is_empty() && !force {
             let reason = format!(
                 "it has uncommitted changes ({} {}): {}",
@@ -716,22 +763,22 @@ pub fn close_locked(
             record.state = WorktreeState::Preserved;
             record.why = Some(reason.clone());
             record.save(&slipway_dir)?;
-            return Ok(CloseOutcome::Preserved {
-                id: record.id.clone(),
-                preserved_path: record.path.clone(),
-                branch: record.branch.clone(),
-                reason,
-                changed_paths: changed,
-                commands: preserved_commands(&record.path),
-            });
+            return Ok(preserved(&record, reason, changed));
         }
+        if let Some(commit) = worktrees::detached_only_commit(dir.path()) {
+            let name = worktrees::keep_commit(repo, &record.id, commit)?;
+            kept_commit = Some(format!(
+                "its detached HEAD held commit {commit}, which no branch holds: it was kept as {name} (`git branch <name> {name}` makes it a branch)"
+            ));
+        }
+    }
+    if let Some(dir) = verified {
+        dir.remove().map_err(|e| CloseError::Io(e.to_string()))?;
     }
     if registered {
         let _admin =
             AdminLock::acquire(&locks_dir(host)).map_err(|e| CloseError::Io(e.to_string()))?;
-        worktrees::prune(repo, &record.id, true)?;
-    } else if present {
-        std::fs::remove_dir_all(&record.path).map_err(|e| CloseError::Io(e.to_string()))?;
+        worktrees::unregister(repo, &record.id)?;
     }
     let (branch_deleted, branch_kept) = match record.strategy {
         WorktreeStrategy::Branch => (false, None),
@@ -746,6 +793,7 @@ pub fn close_locked(
         branch: record.branch,
         branch_deleted,
         branch_kept,
+        kept_commit,
     })
 }
 
