@@ -24,6 +24,7 @@ mod no_data_loss;
 mod processes;
 mod run_cannot_write_the_host_git;
 mod runs;
+mod snapshots;
 mod source_policy;
 mod strategies;
 mod workspace_files;
