@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use common::TestEnv;
 use proptest::prelude::*;
 use slipway_core::git::policy::SourcePolicy;
+use slipway_core::workspace::CURRENT_VERSION;
 use slipway_core::workspace::edit::{self, EditError, EditRequest, MountArg};
-use slipway_core::workspace::migrate::{self, CURRENT_VERSION};
+use slipway_core::workspace::migrate;
 use slipway_core::workspace::{
     FileKind, HookDefaults, Isolation, Mount, RunDefaults, SandboxKind, StrategyKind,
     ValidationError, Workspace, WorkspaceError, WorkspaceStore, workspaces_dir_from,
