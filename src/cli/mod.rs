@@ -85,7 +85,12 @@ fn open(repo: &Option<PathBuf>) -> Result<HostRepo, CliError> {
         Some(p) => p.clone(),
         None => std::env::current_dir()?,
     };
-    Ok(HostRepo::open(&path)?)
+    let host = HostRepo::open(&path)?;
+    // What a crashed slipway left half done is finished or undone first.
+    for note in slipway_core::recovery::recover(&host) {
+        eprintln!("slipway: {note}");
+    }
+    Ok(host)
 }
 
 fn source_policy(args: &SourceArgs, default: SourcePolicy) -> Result<SourcePolicy, CliError> {

@@ -86,6 +86,8 @@ pub fn worktrees(list: &[WorktreeStatus]) -> String {
             Health::Ok => String::new(),
             Health::Creating => "  (being created)".to_owned(),
             Health::Missing => "  ORPHAN: the worktree directory is gone; `slipway worktree close` clears the record".to_owned(),
+            Health::Incomplete => "  INCOMPLETE: its create was interrupted; the next slipway command undoes it".to_owned(),
+            Health::Corrupt => format!("  CORRUPT RECORD: {}", w.why.as_deref().unwrap_or("")),
         };
         let _ = writeln!(
             out,

@@ -90,6 +90,8 @@ kinds! {
     MergeConflict = "mergeConflict",
     /// The merge back ran out of time before changing the host.
     MergeTimeout = "mergeTimeout",
+    /// The host switched branches while the merge back was being prepared.
+    HostSwitched = "hostSwitched",
     /// The host repository is in the middle of another git operation.
     HostRepoBusy = "hostRepoBusy",
     /// The sandbox failed.
@@ -158,6 +160,8 @@ kinds! {
     NotRepositoryRoot = "notRepositoryRoot",
     /// An isolated mount of a bare repository.
     BareRepository = "bareRepository",
+    /// A slipway record that cannot be read.
+    CorruptRecord = "corruptRecord",
     /// Filesystem trouble.
     Io = "io",
     /// libgit2 failed.

@@ -8,10 +8,13 @@
 pub mod agent;
 pub mod error;
 pub mod git;
+pub mod journal;
 pub mod nofollow;
 pub mod plan;
+pub mod recovery;
 pub mod run;
 pub mod sandbox;
+pub mod testhook;
 pub mod util;
 pub mod workspace;
 pub mod worktree;

@@ -16,7 +16,7 @@ use crate::agent::prompt::{Prompt, PromptError, PromptSource};
 use crate::agent::{Agent, AgentEvent, AgentSpec, AgentSpecError};
 use crate::git::HostRepo;
 use crate::git::import::Imported;
-use crate::git::merge::{MergeError, MergeOutcome, merge_into_host};
+use crate::git::merge::{MergeError, MergeOutcome, MergeRequest, merge_into_host};
 use crate::git::policy::SourcePolicy;
 use crate::git::private_dir::IgnoredRef;
 use crate::git::refname::{InvalidBranchName, validate_branch_name};
@@ -844,7 +844,13 @@ async fn run_recorded(
             .as_ref()
             .and_then(|i| i.side_branch.as_ref().map(|s| s.name.clone()))
             .unwrap_or_else(|| place.branch.clone());
-        match merge_into_host(host.git(), &landed, ctx.timeouts.merge) {
+        let into = place.record.as_ref().and_then(|r| r.target_branch.clone());
+        let request = MergeRequest {
+            branch: &landed,
+            into: into.as_deref(),
+            timeout: ctx.timeouts.merge,
+        };
+        match merge_into_host(host, &request) {
             Ok(merge) => {
                 ctx.log.line(&format!("[slipway] merge: {merge:?}"));
                 ctx.result.merge = Some(merge);
