@@ -158,12 +158,6 @@ pub fn interrupted(slipway_dir: &Path) -> (Vec<Interrupted>, Vec<PathBuf>) {
         let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
             continue;
         };
-        // An empty journal is one `begin` has created and not yet locked (it
-        // locks before it writes): locking or setting it aside here would make
-        // that live operation fail.
-        if file.metadata().is_ok_and(|m| m.len() == 0) {
-            continue;
-        }
         // A live operation holds its lock: not ours to touch.
         if file.try_lock().is_err() {
             continue;
