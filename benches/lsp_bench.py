@@ -15,27 +15,15 @@ Prints a Markdown table of medians.
 """
 import json, os, subprocess, sys, tempfile, time, statistics
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture import SLIPWAY, branchy_repo, build  # noqa: E402
+
 BRANCHES = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
 FILES = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
 WORKTREES = int(sys.argv[4]) if len(sys.argv) > 4 else 5
-subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", os.path.join(ROOT, "Cargo.toml")], check=True)
-SLIPWAY = os.path.join(ROOT, "target", "release", "slipway")
-
-work = tempfile.mkdtemp(prefix="slipway-lsp-bench-")
-env = dict(os.environ, HOME=work, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.path.join(work, "gitconfig"), SLIPWAY_LOG="warn")
-with open(env["GIT_CONFIG_GLOBAL"], "w") as f:
-    f.write("[user]\n\tname = bench\n\temail = bench@slipway.invalid\n[init]\n\tdefaultBranch = main\n")
-repo = os.path.join(work, "repo")
-subprocess.run(["git", "init", "-q", repo], check=True, env=env)
-stream = []
-for i in range(1, BRANCHES + 1):
-    stream.append(f"commit refs/heads/main\nmark :{i}\ncommitter bench <b@x> {1700000000 + i} +0000\ndata <<EOM\ncommit {i}\nEOM\nM 644 inline f.txt\ndata <<EOM\n{i}\nEOM\n\n")
-for i in range(1, BRANCHES + 1):
-    stream.append(f"reset refs/heads/b{i:05d}\nfrom :{i}\n\n")
-subprocess.run(["git", "fast-import", "--quiet"], input="".join(stream).encode(), cwd=repo, check=True, env=env)
-subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True, env=env)
+build()
+work, env, repo = branchy_repo(BRANCHES, "slipway-lsp-bench-")
 subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True, env=env)
 
 

@@ -272,7 +272,7 @@ fn bad_option_values_are_refused_at_build() {
             matches!(err, Some(AgentSpecError::InvalidOption { .. })),
             "{value}: {err:?}"
         );
-        assert_eq!(err.map(|e| e.kind()), Some("invalidParams"));
+        assert_eq!(err.map(|e| e.kind().as_str()), Some("invalidParams"));
     }
     let unsupported = [
         json!({"type": "cursor", "effort": "high"}),
@@ -285,7 +285,7 @@ fn bad_option_values_are_refused_at_build() {
             matches!(err, Some(AgentSpecError::Unsupported { .. })),
             "{value}: {err:?}"
         );
-        assert_eq!(err.map(|e| e.kind()), Some("unsupported"));
+        assert_eq!(err.map(|e| e.kind().as_str()), Some("unsupported"));
     }
 }
 

@@ -257,3 +257,105 @@ fn a_frame_with_a_short_content_length_does_not_end_the_session() {
     bad_bytes_then_request(&mut lsp, &repo, &bad);
     still_answers(&mut lsp, &repo, "a frame with a short Content-Length");
 }
+
+/// Valid JSON that is not a JSON-RPC 2.0 message tower-lsp-server can read:
+/// each one is answered with an error saying so, and the next request is served.
+#[test]
+fn every_message_that_is_not_json_rpc_is_answered_and_the_next_one_served() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical");
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    still_answers(&mut lsp, &repo, "start-up");
+    let method =
+        r#""method":"workspace/executeCommand","params":{"command":"slipway.list","arguments":[]}"#;
+    let cases = [
+        (
+            "an id of 1.5",
+            format!(r#"{{"jsonrpc":"2.0","id":1.5,{method}}}"#),
+            Value::Null,
+        ),
+        (
+            "an id of 1e30",
+            format!(r#"{{"jsonrpc":"2.0","id":1e30,{method}}}"#),
+            Value::Null,
+        ),
+        (
+            "an id of 2^63",
+            format!(r#"{{"jsonrpc":"2.0","id":9223372036854775808,{method}}}"#),
+            Value::Null,
+        ),
+        (
+            "an id of -2^63-1",
+            format!(r#"{{"jsonrpc":"2.0","id":-9223372036854775809,{method}}}"#),
+            Value::Null,
+        ),
+        ("{}", "{}".to_owned(), Value::Null),
+        ("[]", "[]".to_owned(), Value::Null),
+        ("42", "42".to_owned(), Value::Null),
+        ("null", "null".to_owned(), Value::Null),
+        (
+            "a batch",
+            format!(
+                r#"[{{"jsonrpc":"2.0","id":70,{method}}},{{"jsonrpc":"2.0","id":71,{method}}}]"#
+            ),
+            Value::Null,
+        ),
+        ("no jsonrpc", format!(r#"{{"id":72,{method}}}"#), json!(72)),
+        (
+            "jsonrpc 1.0",
+            format!(r#"{{"jsonrpc":"1.0","id":73,{method}}}"#),
+            json!(73),
+        ),
+        (
+            "a numeric method",
+            r#"{"jsonrpc":"2.0","id":74,"method":42}"#.to_owned(),
+            json!(74),
+        ),
+    ];
+    // Each with the id the answer must carry: one that can be read is echoed.
+    for (what, body, id) in &cases {
+        let before = lsp.history().len();
+        let mut bytes = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        bytes.extend_from_slice(body.as_bytes());
+        lsp.write_raw(&bytes).expect("write");
+        still_answers(&mut lsp, &repo, what);
+        let errors: Vec<Value> = lsp.history()[before..]
+            .iter()
+            .filter(|r| r.msg["error"]["data"]["kind"] == "invalidRequest")
+            .map(|r| r.msg.clone())
+            .collect();
+        assert_eq!(
+            errors.len(),
+            1,
+            "{what}: one invalid-request answer: {errors:?}"
+        );
+        let error = &errors[0];
+        assert_eq!(error["error"]["code"], -32600, "{what}: {error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("invalid request: ")),
+            "{what}: {error}"
+        );
+        assert_eq!(&error["id"], id, "{what}: {error}");
+    }
+    let exit = lsp.shutdown_and_exit(Duration::from_secs(5));
+    assert_eq!(exit.and_then(|e| e.code()), Some(0), "{}", lsp.stderr());
+}
+
+/// A very large message is read whole and answered (how fast: benches/lsp_bench.py).
+#[test]
+fn a_50_mb_message_is_answered() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical");
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let id = lsp.fresh_id();
+    let padding = "x".repeat(50 << 20);
+    lsp.send(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "workspace/executeCommand",
+        "params": { "command": "slipway.list", "arguments": [{ "root": repo, "padding": padding }] },
+    }));
+    let answer = lsp.wait_response(id, Duration::from_secs(60)).msg;
+    assert!(answer["result"]["worktrees"].is_array(), "{answer}");
+    still_answers(&mut lsp, &repo, "a 50 MB message");
+}

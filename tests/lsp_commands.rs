@@ -373,11 +373,22 @@ fn every_command_works_against_a_real_repository() {
         json!({ "root": repo, "strategy": "merge-to-head", "source": { "policy": "ask" } }),
     );
     assert_eq!(kind(&error), "sourceBranchRequired", "{error}");
-    let choices: Vec<&str> = error["data"]["choices"]
+    // Each choice is a whole branch entry, as `slipway.branches` lists it: a
+    // picker needs no second request.
+    let entries = error["data"]["choices"]
         .as_array()
-        .unwrap_or_else(|| panic!("choices in {error}"))
+        .unwrap_or_else(|| panic!("choices in {error}"));
+    for entry in entries {
+        assert!(
+            entry["commit"].as_str().is_some_and(|c| c.len() == 40)
+                && entry["subject"].is_string()
+                && (entry["kind"] == "local" || entry["kind"] == "remote"),
+            "a full branch entry: {entry}"
+        );
+    }
+    let choices: Vec<&str> = entries
         .iter()
-        .map(|c| c.as_str().expect("choice is a string"))
+        .map(|c| c["name"].as_str().expect("choice has a name"))
         .collect();
     for want in ["main", "feature/x", "origin/feature/y"] {
         assert!(choices.contains(&want), "{want} in {choices:?}");
@@ -742,4 +753,79 @@ fn a_branch_moved_from_outside_shows_in_the_next_status_push() {
         "took {:?}: the moved branch was not noticed, only the periodic re-read",
         started.elapsed()
     );
+}
+
+/// `initialize` names everything the server accepts, and every name it gives
+/// is accepted: shims that offer these lists offer nothing that fails.
+#[test]
+fn initialize_advertises_the_names_the_server_accepts() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical");
+    let mut lsp = Lsp::start(&env, Some(&repo), false);
+    let names = lsp.init["capabilities"]["experimental"]["slipway"].clone();
+    assert_eq!(names["protocol"], 1, "{names}");
+    let list = |key: &str| -> Vec<String> {
+        names[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in {names}"))
+            .iter()
+            .map(|v| v.as_str().expect("a name").to_owned())
+            .collect()
+    };
+    assert_eq!(list("sandboxes"), ["none", "docker", "docker-isolated"]);
+    assert_eq!(list("strategies"), ["head", "merge-to-head", "branch"]);
+    assert_eq!(
+        list("policies"),
+        ["host_head", "current_branch", "default", "named", "ask"]
+    );
+    assert!(
+        list("landModes").is_empty(),
+        "there is no land command yet: {names}"
+    );
+    let agents = list("agents");
+    assert!(
+        agents.len() >= 7 && agents.contains(&"claude-code".to_owned()),
+        "{names}"
+    );
+    for agent in &agents {
+        let spec = if agent == "command" {
+            json!({ "type": "command", "command": ["true"] })
+        } else {
+            json!({ "type": agent })
+        };
+        let plan = lsp.ok(
+            "slipway.run",
+            json!({ "root": repo, "agent": spec, "prompt": "p", "dryRun": true }),
+        );
+        assert_eq!(
+            plan["plan"]["request"]["agent"]["type"],
+            json!(agent),
+            "{plan}"
+        );
+    }
+    for strategy in list("strategies") {
+        let branch = (strategy == "branch").then_some("named-one");
+        lsp.ok(
+            "slipway.run",
+            json!({ "root": repo, "strategy": strategy, "branch": branch,
+                    "agent": { "type": "command", "command": ["true"] }, "dryRun": true }),
+        );
+    }
+    for sandbox in list("sandboxes") {
+        let spec = if sandbox == "none" {
+            json!({ "type": "none" })
+        } else {
+            json!({ "type": sandbox, "image": "some-image:1" })
+        };
+        let plan = lsp.ok(
+            "slipway.run",
+            json!({ "root": repo, "sandbox": spec,
+                    "agent": { "type": "command", "command": ["true"] }, "dryRun": true }),
+        );
+        assert_eq!(
+            plan["plan"]["request"]["sandbox"]["type"],
+            json!(sandbox),
+            "{plan}"
+        );
+    }
 }

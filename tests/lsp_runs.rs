@@ -190,7 +190,12 @@ fn a_run_answers_at_once_then_reports_progress_and_finishes_with_its_commits() {
         1,
         "runFinished exactly once"
     );
-    assert_eq!(record(&repo, &run_id).expect("record")["reported"], true);
+    assert!(
+        !repo
+            .join(format!(".slipway/runs/{run_id}.unheard"))
+            .exists(),
+        "the sidecar heard it: nothing is left for the next one"
+    );
 }
 
 #[test]
@@ -536,8 +541,9 @@ fn a_run_that_ended_while_no_sidecar_was_up_is_reported_exactly_once() {
         "the run finished on its own: {:?}",
         record(&repo, &run_id)
     );
-    let rec = record(&repo, &run_id).expect("record");
-    assert_eq!(rec["reported"], false, "nobody was told yet: {rec}");
+    // Nobody listened when it ended: it is left for the next editor.
+    let unheard = repo.join(format!(".slipway/runs/{run_id}.unheard"));
+    assert!(unheard.exists(), "the run is left for the next sidecar");
     let commits = rev_list(&env, &repo, &before, "main");
     assert_eq!(commits.len(), 2, "the run merged without a sidecar");
 
@@ -560,9 +566,8 @@ fn a_run_that_ended_while_no_sidecar_was_up_is_reported_exactly_once() {
         "reported once by this sidecar"
     );
     assert!(
-        wait_until(Duration::from_secs(5), || record(&repo, &run_id)
-            .is_some_and(|r| r["reported"] == true)),
-        "the record says it was reported"
+        !unheard.exists(),
+        "the sidecar that reported it took it: no other one will"
     );
     let exit = second.shutdown_and_exit(Duration::from_secs(5));
     assert_eq!(exit.and_then(|e| e.code()), Some(0));
@@ -740,5 +745,80 @@ fn a_named_workspace_is_listed_and_runs_with_one_answer_per_ask_mount() {
     assert_eq!(
         env.rev(&a, &format!("{branch}~1")),
         env.rev(&a, "origin/release")
+    );
+}
+
+/// Two editors on one repository (two real sidecars): the one whose client
+/// started a run gets its progress `end` and `slipway/runFinished`; the other
+/// gets `slipway/runFinished` too. Neither hears it twice, and a sidecar
+/// started after the run ended does not report it again.
+#[test]
+fn every_editor_on_the_repository_hears_how_a_run_ends() {
+    let env = TestEnv::new();
+    let repo = canon(&env.new_repo("repo"));
+    let before = env.rev(&repo, "main");
+    let agent = env.script(
+        "slow-commit",
+        &format!("sleep 1\n{}", commit_line("both-hear")),
+    );
+    let mut starter = Lsp::start(&env, Some(&repo), true);
+    let mut watcher = Lsp::start(&env, Some(&repo), true);
+    // Both are up and watching before the run starts.
+    starter.ok("slipway.status", json!({ "path": repo }));
+    watcher.ok("slipway.status", json!({ "path": repo }));
+    let answer = starter.ok(
+        "slipway.run",
+        json!({
+            "root": repo, "strategy": "merge-to-head",
+            "agent": command_agent(&agent), "prompt": "for both editors",
+        }),
+    );
+    let run_id = run_id_of(&answer);
+    let mine = starter.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        FINISH,
+        "runFinished in the editor that started the run",
+    );
+    let theirs = watcher.expect_notification(
+        "slipway/runFinished",
+        finished_for(&run_id),
+        FINISH,
+        "runFinished in the other editor",
+    );
+    let commits = rev_list(&env, &repo, &before, "main");
+    assert_eq!(commits.len(), 1, "the run merged its commit");
+    for (who, finished) in [("starter", &mine), ("watcher", &theirs)] {
+        let params = &finished.msg["params"];
+        assert_eq!(params["status"], "completed", "{who}: {params}");
+        assert_eq!(commit_shas(params), commits, "{who}: {params}");
+    }
+    let token = json!(format!("slipway-{run_id}"));
+    let ended = starter
+        .history()
+        .iter()
+        .any(|r| progress_kind(r) == Some("end") && r.msg["params"]["token"] == token);
+    assert!(ended, "the starter's progress ended");
+    starter.collect_for(Duration::from_millis(1500));
+    watcher.collect_for(Duration::from_millis(300));
+    for (who, lsp) in [("starter", &mut starter), ("watcher", &mut watcher)] {
+        assert_eq!(
+            lsp.all_with("slipway/runFinished", finished_for(&run_id))
+                .len(),
+            1,
+            "{who} heard it once"
+        );
+    }
+    assert!(
+        !repo
+            .join(format!(".slipway/runs/{run_id}.unheard"))
+            .exists(),
+        "editors heard it: nothing is left for the next one"
+    );
+    let mut later = Lsp::start(&env, Some(&repo), true);
+    later.collect_for(Duration::from_secs(2));
+    assert!(
+        later.all_with("slipway/runFinished", |_| true).is_empty(),
+        "a sidecar started after the run ended, while others heard it, does not report it"
     );
 }

@@ -26,13 +26,19 @@ fn git_branch_choices(env: &TestEnv, dir: &Path) -> Vec<String> {
     out
 }
 
-/// The `choices` array of an error, as strings.
+/// The names of an error's `choices`, each a whole branch entry.
 fn choices(err: &Value) -> Vec<String> {
     err["data"]["choices"]
         .as_array()
         .unwrap_or_else(|| panic!("error has no data.choices: {err}"))
         .iter()
-        .map(|c| c.as_str().expect("choice is a string").to_owned())
+        .map(|c| {
+            assert!(
+                c["commit"].as_str().is_some_and(|s| s.len() == 40),
+                "a choice is a branch entry with its commit: {c}"
+            );
+            c["name"].as_str().expect("a choice has a name").to_owned()
+        })
         .collect()
 }
 

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use common::TestEnv;
 use proptest::prelude::*;
 use slipway_core::git::policy::SourcePolicy;
+use slipway_core::workspace::CURRENT_VERSION;
 use slipway_core::workspace::edit::{self, EditError, EditRequest, MountArg};
-use slipway_core::workspace::migrate::{self, CURRENT_VERSION};
+use slipway_core::workspace::migrate;
 use slipway_core::workspace::{
     FileKind, HookDefaults, Isolation, Mount, RunDefaults, SandboxKind, StrategyKind,
     ValidationError, Workspace, WorkspaceError, WorkspaceStore, workspaces_dir_from,
@@ -180,7 +181,7 @@ fn invalid_fixtures_fail_with_their_exact_message() {
         };
         similar_asserts::assert_eq!(err.to_string(), expected, "{}", file.display());
         // Every error has a stable kind.
-        assert!(!err.kind().is_empty());
+        assert!(!err.kind().as_str().is_empty());
     }
 }
 
@@ -1051,7 +1052,7 @@ fn rule_host_repo_in_the_middle_of_a_rebase_merge_or_cherry_pick_is_refused_at_l
         // A shared mount of that repository root is refused too.
         ws.mounts = vec![Mount::new(&repo, "/work/app")];
         assert_eq!(
-            ws.validate_for_launch().map_err(|e| e.kind()),
+            ws.validate_for_launch().map_err(|e| e.kind().as_str()),
             Err("hostRepoBusy")
         );
     }
@@ -1461,7 +1462,7 @@ fn nothing_is_written_when_the_result_is_invalid() {
         None,
     )
     .expect("applies");
-    assert_eq!(ws.save().map_err(|e| e.kind()), Err("srcMissing"));
+    assert_eq!(ws.save().map_err(|e| e.kind().as_str()), Err("srcMissing"));
     assert_eq!(std::fs::read(&ws.path).expect("file"), saved);
 }
 

@@ -478,3 +478,53 @@ fn a_workspace_s_copy_to_worktree_reaches_every_isolated_checkout() {
         "a clean clone is removed after the run: {result}"
     );
 }
+
+/// A workspace file saying `sandbox = "docker"`, launched from the editor
+/// (`slipway.run` with the workspace's name and no sandbox, no root): the
+/// agent runs in a container, as it does from the command line. The agent
+/// itself checks where it is, and its commit comes back.
+#[test]
+fn a_docker_workspace_launched_from_the_sidecar_runs_in_a_container() {
+    require_docker_image();
+    let f = fixture();
+    let dir = f.env.path().join("home/.config/slipway/workspaces");
+    std::fs::create_dir_all(&dir).expect("workspaces dir");
+    std::fs::write(
+        dir.join("in-docker.toml"),
+        format!(
+            "version = 2\nsandbox = \"docker\"\nimage = \"{IMAGE}\"\n\n[[mounts]]\nsrc = \"{}\"\ndst = \"/work/a\"\nisolation = \"worktree\"\nsource_branch_policy = \"default\"\n",
+            f.a.display()
+        ),
+    )
+    .expect("workspace file");
+    let mut lsp = crate::common::lsp::Lsp::start(&f.env, Some(&f.a), false);
+    // A container has /.dockerenv and the workdir at its container path; a host process has neither.
+    let script = "set -e; test -f /.dockerenv; test \"$(pwd)\" = /work/a; \
+                  echo in-a-container > where.txt; git add where.txt; git commit -q -m 'agent: where'";
+    let answer = lsp.ok(
+        "slipway.run",
+        json!({
+            "workspace": "in-docker",
+            "agent": { "type": "command", "command": ["sh", "-c", script] },
+            "prompt": "say where you run",
+        }),
+    );
+    let run_id = s(&answer, "runId").to_owned();
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        |p: &serde_json::Value| p["runId"] == run_id.as_str(),
+        std::time::Duration::from_secs(120),
+        "the workspace run ends",
+    );
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    // The run's records are in the workdir mount's repository (the sidecar decided).
+    let a = f.a.canonicalize().expect("canonical");
+    assert_eq!(params["root"], json!(a), "{params}");
+    let shas = commit_shas(params);
+    assert_eq!(shas.len(), 1, "{params}");
+    let shown = f
+        .env
+        .git(&f.a, &["show", &format!("{}:where.txt", shas[0])]);
+    assert_eq!(shown, "in-a-container");
+}

@@ -190,30 +190,33 @@ pub struct RunArgs {
     /// A template argument.
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
-    /// Iterations at most.
-    #[arg(long, default_value_t = 1)]
-    pub max_iterations: u32,
-    /// Stop the agent after this many seconds without output.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    pub idle_timeout: u64,
+    /// Iterations at most (default 1).
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Stop the agent after this many seconds without output (default 600).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
     /// Output that ends the run early (repeatable; default <promise>COMPLETE</promise>).
     #[arg(long = "completion-signal", value_name = "S")]
     pub completion_signals: Vec<String>,
-    /// Seconds of silence after the completion signal before the agent is stopped.
-    #[arg(long, value_name = "SECS", default_value_t = 60)]
-    pub completion_grace: u64,
+    /// Seconds of silence after the completion signal before the agent is stopped (default 60).
+    #[arg(long, value_name = "SECS")]
+    pub completion_grace: Option<u64>,
     /// A command run on the host in the worktree before the sandbox starts (repeatable).
     #[arg(long = "on-worktree-ready", value_name = "CMD")]
     pub on_worktree_ready: Vec<String>,
     /// A command run in the sandbox before the agent (repeatable).
     #[arg(long = "on-sandbox-ready", value_name = "CMD")]
     pub on_sandbox_ready: Vec<String>,
-    /// Seconds each hook and prompt command may take.
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    pub hook_timeout: u64,
-    /// Seconds merge-to-head may take before it would start changing the host.
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    pub merge_timeout: u64,
+    /// Seconds each hook and prompt command may take (default 300).
+    #[arg(long, value_name = "SECS")]
+    pub hook_timeout: Option<u64>,
+    /// Seconds merge-to-head may take before it would start changing the host (default 300).
+    #[arg(long, value_name = "SECS")]
+    pub merge_timeout: Option<u64>,
+    /// Print the checked plan (every decision, defaults filled in) and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Use this run id (for callers that track runs).
     #[arg(long, hide = true)]
     pub run_id: Option<String>,

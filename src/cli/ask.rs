@@ -1,12 +1,12 @@
 //! The `ask` policy on a terminal: the CLI shows the branches and reads a
 //! choice. Without a terminal the run stops with `sourceBranchRequired`.
 
+use slipway_core::error::ErrorKind;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use slipway_core::git::HostRepo;
 use slipway_core::git::policy::{SourcePolicy, branch_choices};
-use slipway_core::run::workspace::{Isolation, WorkspacePlan};
 
 use super::CliError;
 
@@ -19,7 +19,7 @@ pub fn interactive() -> bool {
 pub fn choose(what: &str, choices: &[String]) -> Result<SourcePolicy, CliError> {
     if choices.is_empty() {
         return Err(CliError::new(
-            "sourceBranchRequired",
+            ErrorKind::SourceBranchRequired,
             format!("{what}: there are no branches to choose from"),
         ));
     }
@@ -35,7 +35,7 @@ pub fn choose(what: &str, choices: &[String]) -> Result<SourcePolicy, CliError> 
         let mut line = String::new();
         if stdin.lock().read_line(&mut line)? == 0 {
             return Err(CliError::new(
-                "sourceBranchRequired",
+                ErrorKind::SourceBranchRequired,
                 format!("no source branch chosen for {what}"),
             ));
         }
@@ -59,21 +59,4 @@ pub fn resolve_ask(policy: SourcePolicy, repo: &Path) -> Result<SourcePolicy, Cl
     }
     let host = HostRepo::open(repo)?;
     choose("the new worktree", &branch_choices(host.git())?)
-}
-
-/// Answers every `ask` mount of a workspace, in mount order, when a person is there.
-pub fn resolve_workspace(plan: &mut WorkspacePlan) -> Result<(), CliError> {
-    if !interactive() {
-        return Ok(());
-    }
-    for mount in &mut plan.mounts {
-        if mount.isolation != Isolation::Shared && mount.source == SourcePolicy::Ask {
-            let host = HostRepo::open(&mount.src)?;
-            mount.source = choose(
-                &format!("the mount {}", mount.dst.display()),
-                &branch_choices(host.git())?,
-            )?;
-        }
-    }
-    Ok(())
 }

@@ -3,20 +3,22 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use slipway_core::error::{ErrorKind, Failure, Field, Hint};
+use slipway_core::plan::PlanError;
 
 /// An error as the CLI reports it.
 #[derive(Debug, Serialize)]
 pub struct CliError {
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
     #[serde(skip_serializing_if = "Value::is_null")]
     pub data: Value,
 }
 
 impl CliError {
-    pub fn new(kind: &str, message: impl Into<String>) -> CliError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> CliError {
         CliError {
-            kind: kind.to_owned(),
+            kind,
             message: message.into(),
             data: Value::Null,
         }
@@ -30,25 +32,13 @@ impl CliError {
 
 impl From<slipway_core::git::OpenError> for CliError {
     fn from(e: slipway_core::git::OpenError) -> Self {
-        CliError::new(e.kind(), e.to_string())
-    }
-}
-
-impl From<slipway_core::git::policy::SourceError> for CliError {
-    fn from(e: slipway_core::git::policy::SourceError) -> Self {
-        let choices = e.choices().to_vec();
-        let err = CliError::new(e.kind(), e.to_string());
-        if choices.is_empty() {
-            err
-        } else {
-            err.with_data(serde_json::json!({ "choices": choices }))
-        }
+        CliError::from_failure(&e)
     }
 }
 
 impl From<slipway_core::git::policy::PolicyArgError> for CliError {
     fn from(e: slipway_core::git::policy::PolicyArgError) -> Self {
-        CliError::new("invalidParams", e.to_string())
+        CliError::new(ErrorKind::InvalidParams, e.to_string())
     }
 }
 
@@ -57,7 +47,7 @@ impl From<slipway_core::worktree::CreateError> for CliError {
         use slipway_core::worktree::CreateError;
         let path = e.worktree_path().map(|p| p.display().to_string());
         match e {
-            CreateError::Source(inner) => inner.into(),
+            CreateError::Source(inner) => CliError::from_failure(&inner),
             other => {
                 let err = CliError::new(other.kind(), other.to_string());
                 match path {
@@ -77,12 +67,84 @@ impl From<slipway_core::worktree::CloseError> for CliError {
 
 impl From<git2::Error> for CliError {
     fn from(e: git2::Error) -> Self {
-        CliError::new("git", format!("git: {e}"))
+        CliError::new(ErrorKind::Git, format!("git: {e}"))
     }
 }
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError::new("io", e.to_string())
+        CliError::new(ErrorKind::Io, e.to_string())
+    }
+}
+
+/// A flag, as the command line spells the input.
+fn flag(field: Field) -> &'static str {
+    match field {
+        Field::Repository => "--repo PATH",
+        Field::Strategy => "--strategy",
+        Field::Branch => "--branch NAME",
+        Field::Base => "--base",
+        Field::Worktree => "--worktree ID",
+        Field::Source => "--source",
+        Field::Ref => "--ref REF",
+        Field::Copy => "--copy",
+        Field::Sandbox => "--sandbox docker",
+        Field::Image => "--image IMAGE",
+        Field::Agent => "--agent",
+        Field::Program => "the program after `--` (e.g. `slipway run -- ./agent.sh`)",
+        Field::Prompt => "--prompt TEXT",
+        Field::PromptFile => "--prompt-file FILE",
+        Field::Args => "--arg KEY=VALUE",
+        Field::MaxIterations => "--max-iterations N (1 or more)",
+        Field::CompletionSignals => "--completion-signal S",
+        Field::MergeTimeout => "--merge-timeout SECS",
+        Field::Workspace => "--workspace NAME",
+    }
+}
+
+/// A hint in the command line's words.
+pub fn hint_text(hint: &Hint) -> String {
+    match hint {
+        Hint::Give { field } => format!("add {}", flag(*field)),
+        Hint::Drop { field } => format!("drop {}", flag(*field)),
+        Hint::GiveArgs { names } => format!(
+            "give each with --arg: {}",
+            names
+                .iter()
+                .map(|n| format!("--arg {n}=VALUE"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Hint::DropArg { name } => format!("drop --arg {name}=…"),
+        Hint::ListWorktrees => "see `slipway worktree list`".into(),
+        Hint::ListRuns => "see `slipway runs`".into(),
+        Hint::ListSandboxes => "see `slipway sandbox list`".into(),
+        Hint::UseStrategy { strategies } => {
+            format!("or use --strategy {}", strategies.join(" or "))
+        }
+    }
+}
+
+impl CliError {
+    /// A core failure in the command line's words: the message, then each hint.
+    pub fn from_failure(e: &dyn Failure) -> CliError {
+        let report = e.report();
+        let message = report.worded(hint_text);
+        let data = if report.data.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(report.data)
+        };
+        CliError {
+            kind: report.kind,
+            message,
+            data,
+        }
+    }
+}
+
+impl From<PlanError> for CliError {
+    fn from(e: PlanError) -> Self {
+        CliError::from_failure(&e)
     }
 }

@@ -1,5 +1,6 @@
 //! `slipway logs`: print a run's log, and follow it while the run goes on.
 
+use slipway_core::error::ErrorKind;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,12 +17,14 @@ pub fn print_log(host: &HostRepo, run: Option<&str>, follow: bool) -> Result<Exi
         None => RunRecord::load_all(&dir)
             .last()
             .map(|r| r.run_id.clone())
-            .ok_or_else(|| CliError::new("unknownRun", "no runs yet in this repository"))?,
+            .ok_or_else(|| {
+                CliError::new(ErrorKind::UnknownRun, "no runs yet in this repository")
+            })?,
     };
     let path = dir.join("logs").join(format!("{run_id}.log"));
     if !path.exists() && RunRecord::load(&dir, &run_id).is_none() {
         return Err(CliError::new(
-            "unknownRun",
+            ErrorKind::UnknownRun,
             format!("no run '{run_id}' in this repository; see `slipway runs`"),
         ));
     }

@@ -114,13 +114,6 @@ pub fn dispatch(command: WorkspaceCommand, json: bool) -> Result<ExitCode, CliEr
     }
 }
 
-/// For `slipway run --workspace NAME`: loads the named workspace, runs the
-/// launch-time checks and returns what `RunRequest::workspace` takes.
-pub fn plan_for_run(name: &str) -> Result<slipway_core::run::workspace::WorkspacePlan, CliError> {
-    let ws = Workspace::load_named(name)?;
-    Ok(ws.launch_plan().map_err(WorkspaceError::from)?)
-}
-
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -299,6 +292,9 @@ struct ListItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     workdir: Option<PathBuf>,
     mounts: usize,
+    /// The repository a run on it keeps its records in (the core decides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repository: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<serde_json::Value>,
 }
@@ -314,6 +310,10 @@ pub fn list(store: &WorkspaceStore, json: bool) -> Result<ExitCode, CliError> {
                 path: entry.path,
                 workdir: ws.effective_workdir().map(PathBuf::from),
                 mounts: ws.mounts.len(),
+                repository: ws
+                    .plan()
+                    .as_ref()
+                    .and_then(slipway_core::plan::workspace_repository),
                 error: None,
             },
             Err(e) => ListItem {
@@ -321,6 +321,7 @@ pub fn list(store: &WorkspaceStore, json: bool) -> Result<ExitCode, CliError> {
                 path: entry.path,
                 workdir: None,
                 mounts: 0,
+                repository: None,
                 error: Some(serde_json::json!({ "kind": e.kind(), "message": e.to_string() })),
             },
         };

@@ -1,22 +1,22 @@
 //! Each command: parse arguments, call the core, shape the answer. Runs on a
 //! blocking thread (libgit2 handles are not `Sync`).
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
-    self, CancelArgs, CloseArgs, CreateArgs, ResolveArgs, RootArgs, RunArgs, error,
+    self, CancelArgs, CloseArgs, CreateArgs, ResolveArgs, RootArgs, RunArgs, error, failure,
 };
-use slipway_core::agent::prompt::{Prompt, PromptSource};
-use slipway_core::git::policy::{self, SourcePolicy};
-use slipway_core::git::refname::validate_branch_name;
+use slipway_core::error::ErrorKind;
+use slipway_core::git::policy;
 use slipway_core::git::{HostRepo, OpenError, branches};
-use slipway_core::run::{self, RunRequest, RunStrategy, SandboxSpec, Timeouts};
-use slipway_core::worktree::{self, CloseOutcome, CreateError, CreateRequest, WorktreeTarget};
+use slipway_core::plan::worktree::{CreateInput, plan_create};
+use slipway_core::plan::{self, PlanError, RunPlan};
+use slipway_core::run;
+use slipway_core::worktree::{self, CloseOutcome, CreateError};
 
 type Answer = Result<Value, jsonrpc::Error>;
 
@@ -26,19 +26,24 @@ fn to_value<T: Serialize>(v: &T) -> Value {
 
 /// Opens the repository a `root` names.
 pub fn open(root: &Path) -> Result<HostRepo, jsonrpc::Error> {
-    HostRepo::open(root)
-        .map_err(|e: OpenError| error(e.kind(), e.to_string(), json!({ "root": root })))
+    HostRepo::open(root).map_err(|e: OpenError| {
+        let mut err = failure(&e);
+        if let Some(Value::Object(data)) = &mut err.data {
+            data.insert("root".into(), json!(root));
+        }
+        err
+    })
 }
 
-fn source_error(e: policy::SourceError) -> jsonrpc::Error {
-    let choices = e.choices().to_vec();
-    error(e.kind(), e.to_string(), json!({ "choices": choices }))
+/// A source error, its `choices` the full branch entries (as `slipway.branches` lists them).
+fn source_error(host: &HostRepo, e: policy::SourceError) -> jsonrpc::Error {
+    failure(&PlanError::source(host, e))
 }
 
-fn create_error(e: CreateError) -> jsonrpc::Error {
+fn create_error(host: &HostRepo, e: CreateError) -> jsonrpc::Error {
     let path = e.worktree_path().map(Path::to_path_buf);
     match e {
-        CreateError::Source(inner) => source_error(inner),
+        CreateError::Source(inner) => source_error(host, inner),
         other => error(
             other.kind(),
             other.to_string(),
@@ -55,63 +60,38 @@ pub fn branches(args: RootArgs) -> Answer {
 }
 
 fn git_error(e: git2::Error) -> jsonrpc::Error {
-    error("git", format!("git: {e}"), Value::Null)
+    error(ErrorKind::Git, format!("git: {e}"), Value::Null)
 }
 
 /// `slipway.resolveSource`.
 pub fn resolve_source(args: ResolveArgs) -> Answer {
     let host = open(&args.root)?;
-    let resolved = policy::resolve(host.git(), &args.source).map_err(source_error)?;
+    let resolved = policy::resolve(host.git(), &args.source).map_err(|e| source_error(&host, e))?;
     Ok(to_value(&resolved))
 }
 
 /// `slipway.createWorktree`.
 pub fn create_worktree(args: CreateArgs) -> Answer {
     let host = open(&args.root)?;
-    let target = match (args.strategy.as_str(), args.branch) {
-        ("branch", Some(name)) => WorktreeTarget::Branch {
-            name,
-            base: args.base,
-        },
-        ("branch", None) => {
-            return Err(error(
-                "invalidParams",
-                "the branch strategy needs a branch name",
-                Value::Null,
-            ));
-        }
-        ("merge-to-head", _) => WorktreeTarget::MergeToHead,
-        ("head", _) => {
-            return Err(error(
-                "invalidParams",
-                "the head strategy writes into the host checkout and has no worktree; use branch or merge-to-head",
-                Value::Null,
-            ));
-        }
-        (other, _) => {
-            return Err(error(
-                "invalidParams",
-                format!("unknown strategy '{other}'; use branch or merge-to-head"),
-                Value::Null,
-            ));
-        }
-    };
     let interactive = match &args.agent {
         Some(spec) => Some(
             spec.build()
-                .map_err(|e| error("invalidParams", e.to_string(), Value::Null))?,
+                .map_err(|e| error(ErrorKind::InvalidParams, e.to_string(), Value::Null))?,
         ),
         None => None,
     };
-    let created = worktree::create(
+    let request = plan_create(
         &host,
-        &CreateRequest {
-            target,
-            source: args.source.unwrap_or(SourcePolicy::HostHead),
+        CreateInput {
+            strategy: args.strategy,
+            branch: args.branch,
+            base: args.base,
+            source: args.source,
             copy: args.copy,
         },
     )
-    .map_err(create_error)?;
+    .map_err(|e| failure(&e))?;
+    let created = worktree::create(&host, &request).map_err(|e| create_error(&host, e))?;
     let mut answer = json!({
         "id": created.record.id,
         "path": created.record.path,
@@ -184,207 +164,12 @@ pub fn cancel(host: &HostRepo, args: &CancelArgs) -> Answer {
     }))
 }
 
-/// Checks a run request the way the run itself would, so mistakes are answered
-/// now instead of arriving later as a failed run.
-pub fn validate_run(
-    host: &HostRepo,
-    mut args: RunArgs,
-    handoff: bool,
-) -> Result<RunRequest, jsonrpc::Error> {
-    let invalid = |m: String| error("invalidParams", m, Value::Null);
-    let workspace = match args.workspace.take() {
-        None => None,
-        Some(protocol::WorkspaceArg::Plan(plan)) => Some(plan),
-        Some(protocol::WorkspaceArg::Name(name)) => {
-            let ws = slipway_core::workspace::Workspace::load_named(&name)
-                .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
-            Some(
-                ws.launch_plan()
-                    .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?,
-            )
-        }
-    };
-    let workspace = workspace.map(|mut plan| {
-        for mount in &mut plan.mounts {
-            if let Some(answer) = args.sources.get(&mount.dst.display().to_string()) {
-                mount.source = answer.clone();
-            }
-        }
-        plan
-    });
-    if let Some(plan) = &workspace {
-        let asks = slipway_core::run::workspace::sources_required(plan)
-            .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
-        if !asks.is_empty() {
-            let mounts: Vec<Value> = asks
-                .iter()
-                .map(|(dst, choices)| json!({ "dst": dst, "choices": choices }))
-                .collect();
-            let first = asks.first().map(|(_, c)| c.clone()).unwrap_or_default();
-            let err = slipway_core::run::RunError::SourcesRequired { mounts: asks };
-            return Err(error(
-                "sourceBranchRequired",
-                err.to_string(),
-                json!({ "mounts": mounts, "choices": first }),
-            ));
-        }
-    }
-    if handoff && args.worktree.is_none() {
-        return Err(invalid(
-            "slipway.handoff needs the worktree to hand off (id, path or branch)".into(),
-        ));
-    }
-    let strategy = match (args.strategy.as_deref(), &args.branch) {
-        (Some("head"), None) => RunStrategy::Head,
-        (Some("merge-to-head") | None, None) => RunStrategy::MergeToHead,
-        (Some("branch") | None, Some(name)) => {
-            validate_branch_name(name)
-                .map_err(|e| error("invalidBranchName", e.to_string(), Value::Null))?;
-            RunStrategy::Branch {
-                name: name.clone(),
-                base: args.base.clone(),
-            }
-        }
-        (Some("branch"), None) => {
-            return Err(invalid("the branch strategy needs a branch name".into()));
-        }
-        (Some(known @ ("head" | "merge-to-head")), Some(_)) => {
-            return Err(invalid(format!(
-                "a branch name only goes with the branch strategy, not {known}; drop `branch` or use strategy branch"
-            )));
-        }
-        (Some(other), _) => {
-            return Err(invalid(format!(
-                "unknown strategy '{other}'; use head, merge-to-head or branch"
-            )));
-        }
-    };
-    if let Some(selector) = &args.worktree
-        && worktree::find(host, selector).is_none()
-    {
-        return Err(error(
-            "worktreeNotFound",
-            format!("no slipway worktree matches '{selector}'"),
-            Value::Null,
-        ));
-    }
-    // A branch another create or run holds fails now, not later in runFinished.
-    let locked_branch = match (&args.worktree, &strategy) {
-        (Some(selector), _) => worktree::find(host, selector).map(|r| r.branch),
-        (None, RunStrategy::Branch { name, .. }) => Some(name.clone()),
-        (None, RunStrategy::Head) => host.current_branch(),
-        (None, RunStrategy::MergeToHead) => None,
-    };
-    if let Some(branch) = locked_branch
-        && let Err(e) = worktree::lock_branch(host, &branch)
-    {
-        let (kind, holder) = match &e {
-            worktree::lock::LockError::InUse { holder, .. } => (
-                "branchInUse",
-                serde_json::to_value(holder).unwrap_or(Value::Null),
-            ),
-            worktree::lock::LockError::Io { .. } => ("io", Value::Null),
-        };
-        return Err(error(
-            kind,
-            e.to_string(),
-            json!({ "branch": branch, "holder": holder }),
-        ));
-    }
-    let source = args.source.clone().unwrap_or(SourcePolicy::HostHead);
-    let new_branch = match &strategy {
-        RunStrategy::MergeToHead => true,
-        RunStrategy::Branch { name, .. } => {
-            slipway_core::git::worktrees::branch_tip(host.git(), name).is_none()
-        }
-        RunStrategy::Head => false,
-    };
-    if args.worktree.is_none() && new_branch {
-        let effective = match &strategy {
-            RunStrategy::Branch {
-                base: Some(base), ..
-            } => SourcePolicy::Named {
-                reference: base.clone(),
-            },
-            _ => source.clone(),
-        };
-        policy::resolve(host.git(), &effective).map_err(source_error)?;
-    }
-    let prompt = match (args.prompt, args.prompt_file) {
-        (Some(text), None) => PromptSource::Inline(text),
-        (None, Some(file)) => PromptSource::File(if file.is_absolute() {
-            file
-        } else {
-            host.root().join(file)
-        }),
-        (None, None) => PromptSource::Inline(String::new()),
-        (Some(_), Some(_)) => return Err(invalid("give prompt or promptFile, not both".into())),
-    };
-    let parsed = Prompt::load(&prompt, host.root()).map_err(|e| invalid(e.to_string()))?;
-    if matches!(prompt, PromptSource::Inline(_)) && !args.args.is_empty() {
-        return Err(invalid(
-            "args only apply to a promptFile; an inline prompt is used literally".into(),
-        ));
-    }
-    parsed.check_args(&args.args).map_err(|e| {
-        error(
-            run::RunError::from(e).kind(),
-            run_error_text(&args.args, &parsed),
-            Value::Null,
-        )
-    })?;
-    args.agent.build().map_err(|e| invalid(e.to_string()))?;
-    if args.max_iterations == Some(0) {
-        return Err(invalid("maxIterations must be at least 1".into()));
-    }
-    if args.completion_signals.iter().any(|s| s.trim().is_empty()) {
-        return Err(invalid(
-            "completionSignals may not hold an empty string (it would match every line)".into(),
-        ));
-    }
-    let defaults = Timeouts::default();
-    Ok(RunRequest {
-        run_id: Some(run::new_run_id()),
-        strategy,
-        worktree: args.worktree,
-        source,
-        copy: args.copy,
-        agent: args.agent,
-        sandbox: args.sandbox.unwrap_or(SandboxSpec::None),
-        sandbox_id: None,
-        workspace,
-        prompt,
-        prompt_args: args.args,
-        max_iterations: args.max_iterations.unwrap_or(1),
-        completion_signals: args.completion_signals,
-        timeouts: Timeouts {
-            idle: args
-                .idle_timeout_secs
-                .map(Duration::from_secs)
-                .unwrap_or(defaults.idle),
-            hook: args
-                .hook_timeout_secs
-                .map(Duration::from_secs)
-                .unwrap_or(defaults.hook),
-            completion_grace: args
-                .completion_grace_secs
-                .map(Duration::from_secs)
-                .unwrap_or(defaults.completion_grace),
-            merge: args
-                .merge_timeout_secs
-                .map(Duration::from_secs)
-                .unwrap_or(defaults.merge),
-            ..defaults
-        },
-        hooks: args.hooks.unwrap_or_default(),
-    })
-}
-
-fn run_error_text(args: &std::collections::BTreeMap<String, String>, prompt: &Prompt) -> String {
-    match prompt.check_args(args) {
-        Err(e) => e.to_string(),
-        Ok(_) => String::new(),
-    }
+/// Plans a run request (`slipway.run`, `slipway.handoff`) in the core, so
+/// mistakes are answered now instead of arriving later as a failed run.
+pub fn plan_run(args: RunArgs, handoff: bool) -> Result<RunPlan, jsonrpc::Error> {
+    // Relative paths are read from the repository the request names.
+    let cwd = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    plan::plan_run(args.into_input(handoff), &cwd).map_err(|e| failure(&e))
 }
 
 /// Every command name the server answers, for `initialize`.
@@ -412,7 +197,11 @@ pub fn workspaces() -> Answer {
                         })
                     })
                     .collect();
-                out.push(json!({ "name": entry.name, "path": entry.path, "workdir": ws.effective_workdir(), "mounts": mounts }));
+                let repository = ws.plan().as_ref().and_then(plan::workspace_repository);
+                out.push(json!({
+                    "name": entry.name, "path": entry.path, "workdir": ws.effective_workdir(),
+                    "mounts": mounts, "repository": repository,
+                }));
             }
             Err(e) => {
                 out.push(json!({ "name": entry.name, "path": entry.path, "error": e.to_string() }))

@@ -1,212 +1,331 @@
-//! A forgiving reader in front of the protocol codec. tower-lsp-server stops
-//! reading for good after one undecodable frame, which would kill the sidecar
-//! on a single bad write by a client. This reader passes well-formed frames
-//! through, skips bytes that are not a frame until the next `Content-Length`
-//! header, and turns a frame whose body is not JSON into a `slipway/parseError`
-//! request, which the server answers with a JSON-RPC parse error (-32700).
+//! LSP base-protocol framing, read forgivingly and in linear time.
+//!
+//! tower-lsp-server stops reading for good after one undecodable frame, so the
+//! front door (`front`) reads the client's bytes itself with this reader: bytes
+//! that are not a frame are skipped up to the next `Content-Length` header, a
+//! header block that cannot be used is reported and skipped, and a frame whose
+//! length is too long is cut at the next header instead of waiting forever.
+//! Every byte is looked at a bounded number of times, however the input arrives
+//! (a 50 MB body in 64 KiB reads must not be rescanned on each read).
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+const HEADER: &[u8] = b"content-length:";
+/// A body larger than this is refused (its header is skipped).
+pub const MAX_BODY: usize = 64 << 20;
+/// A header block longer than this is not a header block.
+const MAX_HEADER_BLOCK: usize = 8192;
 
-/// The request a malformed frame becomes.
-pub const PARSE_ERROR_METHOD: &str = "slipway/parseError";
-
-const HEADER: &[u8] = b"Content-Length:";
-const MAX_BODY: usize = 64 << 20;
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
+/// One thing the reader found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A frame's body.
+    Body(Vec<u8>),
+    /// A header block that cannot be used, or a body cut short by the next
+    /// header; the bytes were dropped. Says what was wrong.
+    Malformed(String),
 }
 
-/// What the buffer holds at its start.
-enum Frame {
-    /// Need more bytes.
-    Incomplete,
-    /// Bytes before the next header that are not a frame: drop this many.
-    Garbage(usize),
-    /// A whole frame: its body, and how many bytes it used.
-    Whole(Vec<u8>, usize),
-    /// A header block that cannot be used: drop this many bytes.
-    BadHeader(usize, String),
+/// An incremental frame reader: feed it bytes, take items out.
+#[derive(Default)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+    /// Bytes before this offset are consumed.
+    start: usize,
+    /// The header block at `start`, once parsed: where the body starts and how long it is.
+    pending: Option<(usize, usize)>,
+    /// Bytes before this offset were already searched (for a header, or for a
+    /// next frame inside a pending body).
+    searched: usize,
 }
 
-fn next_frame(buf: &[u8]) -> Frame {
-    match find(buf, HEADER) {
-        None => {
-            // Keep a tail that might be the start of a header.
-            let keep = HEADER.len().min(buf.len());
-            if buf.len() > keep {
-                Frame::Garbage(buf.len() - keep)
-            } else {
-                Frame::Incomplete
-            }
+impl FrameReader {
+    /// An empty reader.
+    pub fn new() -> FrameReader {
+        FrameReader::default()
+    }
+
+    /// Appends bytes read from the client.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        // Drop consumed bytes once they are most of the buffer: amortised O(1) per byte.
+        if self.start > 0 && self.start >= self.buf.len() / 2 {
+            self.buf.drain(..self.start);
+            self.pending = self.pending.map(|(body, len)| (body - self.start, len));
+            self.searched = self.searched.saturating_sub(self.start);
+            self.start = 0;
         }
-        Some(0) => {
-            let Some(end) = find(buf, b"\r\n\r\n") else {
-                return if buf.len() > 8192 {
-                    Frame::BadHeader(HEADER.len(), "header block never ends".into())
-                } else {
-                    Frame::Incomplete
-                };
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next complete item, or `None` until more bytes arrive.
+    pub fn next_item(&mut self) -> Option<Item> {
+        loop {
+            if let Some((body, len)) = self.pending {
+                let end = body + len;
+                if self.buf.len() >= end {
+                    let out = self.buf[body..end].to_vec();
+                    self.consume_to(end);
+                    return Some(Item::Body(out));
+                }
+                // A length that is too long must not swallow the frames after it:
+                // a raw CR LF cannot be inside a JSON string, so a header line in
+                // the body's bytes is the next frame.
+                let from = self.searched.max(body);
+                if let Some(at) = next_header_block(&self.buf, body, from) {
+                    self.consume_to(at);
+                    return Some(Item::Malformed(
+                        "Content-Length runs past the next frame".into(),
+                    ));
+                }
+                // A CR LF may straddle the next read.
+                self.searched = self.buf.len().saturating_sub(1).max(from);
+                return None;
+            }
+            let rest = &self.buf[self.start..];
+            if rest.is_empty() {
+                return None;
+            }
+            if !starts_with_ci(rest, HEADER) {
+                // Skip to the next header, searching only bytes not searched yet.
+                let from = self.searched.max(self.start);
+                match find_ci(&self.buf, from, HEADER) {
+                    Some(at) => {
+                        tracing::warn!(
+                            "skipped {} bytes that are not a protocol frame",
+                            at - self.start
+                        );
+                        self.consume_to(at);
+                        continue;
+                    }
+                    None => {
+                        // Keep a tail that may be the start of a header.
+                        let keep_from = self.buf.len().saturating_sub(HEADER.len() - 1);
+                        if keep_from > self.start {
+                            tracing::warn!(
+                                "skipped {} bytes that are not a protocol frame",
+                                keep_from - self.start
+                            );
+                            self.consume_to(keep_from);
+                        }
+                        return None;
+                    }
+                }
+            }
+            // A header block at `start`: find its end.
+            let from = self.searched.max(self.start);
+            let Some(end) = find(
+                &self.buf,
+                from.saturating_sub(3).max(self.start),
+                b"\r\n\r\n",
+            ) else {
+                if self.buf.len() - self.start > MAX_HEADER_BLOCK {
+                    self.consume_to(self.start + HEADER.len());
+                    return Some(Item::Malformed("the header block never ends".into()));
+                }
+                self.searched = self.buf.len();
+                return None;
             };
-            let headers = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let headers = String::from_utf8_lossy(&self.buf[self.start..end]).into_owned();
             let length = headers.lines().find_map(|l| {
                 let (name, value) = l.split_once(':')?;
                 name.trim()
                     .eq_ignore_ascii_case("content-length")
                     .then(|| value.trim().parse::<usize>().ok())?
             });
-            let Some(length) = length.filter(|l| *l <= MAX_BODY) else {
-                return Frame::BadHeader(end + 4, format!("bad Content-Length in {headers:?}"));
-            };
-            let start = end + 4;
-            if buf.len() < start + length {
-                // A body cut short by a wrong length may be followed by the next
-                // frame's header: do not wait forever for bytes that never come.
-                if find(&buf[start..], HEADER).is_some() {
-                    return Frame::BadHeader(
-                        start,
-                        "Content-Length runs past the next frame".into(),
-                    );
+            match length {
+                Some(len) if len <= MAX_BODY => {
+                    self.pending = Some((end + 4, len));
+                    self.searched = end + 4;
                 }
-                return Frame::Incomplete;
+                Some(len) => {
+                    self.consume_to(end + 4);
+                    return Some(Item::Malformed(format!(
+                        "a body of {len} bytes is over the limit of {MAX_BODY}"
+                    )));
+                }
+                None => {
+                    self.consume_to(end + 4);
+                    return Some(Item::Malformed(format!(
+                        "bad Content-Length in {headers:?}"
+                    )));
+                }
             }
-            Frame::Whole(buf[start..start + length].to_vec(), start + length)
         }
-        Some(offset) => Frame::Garbage(offset),
+    }
+
+    fn consume_to(&mut self, at: usize) {
+        self.start = at;
+        self.searched = at;
+        self.pending = None;
     }
 }
 
-fn frame(body: &[u8]) -> Vec<u8> {
+fn starts_with_ci(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.len() >= needle.len() && haystack[..needle.len()].eq_ignore_ascii_case(needle)
+}
+
+fn find(haystack: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(haystack.get(from..)?, needle).map(|p| p + from)
+}
+
+/// Case-insensitive search; candidates are found with memchr on the first byte.
+fn find_ci(haystack: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    let first = needle[0];
+    let mut at = from;
+    while let Some(p) = memchr::memchr2(
+        first.to_ascii_lowercase(),
+        first.to_ascii_uppercase(),
+        haystack.get(at..)?,
+    ) {
+        let pos = at + p;
+        if starts_with_ci(&haystack[pos..], needle) {
+            return Some(pos);
+        }
+        at = pos + 1;
+    }
+    None
+}
+
+/// Where a complete `Content-Length: N` header line ending in a raw CR LF
+/// starts, looking at line ends at or after `from` but never before `floor`.
+fn next_header_block(buf: &[u8], floor: usize, from: usize) -> Option<usize> {
+    // A header line is short; look back this far from each line end.
+    const LINE: usize = 64;
+    let mut at = from;
+    while let Some(line_end) = find(buf, at, b"\r\n") {
+        let lo = line_end.saturating_sub(LINE).max(floor);
+        let mut cand = lo;
+        let mut found = None;
+        while let Some(p) = find_ci(&buf[..line_end], cand, HEADER) {
+            found = Some(p);
+            cand = p + 1;
+        }
+        if let Some(p) = found {
+            let value = buf[p + HEADER.len()..line_end].trim_ascii();
+            if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                return Some(p);
+            }
+        }
+        at = line_end + 2;
+    }
+    None
+}
+
+/// A body with its header.
+pub fn frame(body: &[u8]) -> Vec<u8> {
     let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     out.extend_from_slice(body);
     out
-}
-
-fn parse_error_request(n: u64, detail: &str) -> Vec<u8> {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": format!("slipway-parse-error-{n}"),
-        "method": PARSE_ERROR_METHOD,
-        "params": { "detail": detail },
-    });
-    frame(body.to_string().as_bytes())
-}
-
-/// Copies frames from `input` to `output` until `input` ends.
-pub async fn filter<R, W>(mut input: R, mut output: W)
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut errors = 0u64;
-    let mut eof = false;
-    loop {
-        loop {
-            match next_frame(&buf) {
-                Frame::Incomplete => break,
-                Frame::Garbage(n) => {
-                    tracing::warn!("skipped {n} bytes that are not a protocol frame");
-                    buf.drain(..n);
-                }
-                Frame::BadHeader(n, why) => {
-                    tracing::warn!("malformed frame: {why}");
-                    errors += 1;
-                    buf.drain(..n);
-                    if output
-                        .write_all(&parse_error_request(errors, &why))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                Frame::Whole(body, used) => {
-                    let ok = serde_json::from_slice::<serde_json::Value>(&body).is_ok();
-                    let out = if ok {
-                        buf.drain(..used);
-                        frame(&body)
-                    } else {
-                        // Maybe the length was wrong: resume at the next header after this one.
-                        let skip = find(&buf[HEADER.len()..], HEADER)
-                            .map(|p| p + HEADER.len())
-                            .unwrap_or(used);
-                        buf.drain(..skip.min(used));
-                        errors += 1;
-                        tracing::warn!("frame body is not JSON");
-                        parse_error_request(errors, "the frame body is not valid JSON")
-                    };
-                    if output.write_all(&out).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        if eof {
-            let _ = output.shutdown().await;
-            return;
-        }
-        match input.read(&mut chunk).await {
-            Ok(0) | Err(_) => eof = true,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    async fn run(input: &[u8]) -> String {
-        let (mut w, r) = tokio::io::duplex(1 << 20);
-        let mut out = Vec::new();
-        let input = input.to_vec();
-        let writer = tokio::spawn(async move {
-            w.write_all(&input).await.expect("write");
-            w.shutdown().await.expect("shutdown");
-        });
-        filter(r, &mut out).await;
-        writer.await.expect("writer");
-        String::from_utf8(out).expect("utf8")
+    fn read_all(input: &[u8], chunk: usize) -> Vec<Item> {
+        let mut reader = FrameReader::new();
+        let mut items = Vec::new();
+        for part in input.chunks(chunk.max(1)) {
+            reader.feed(part);
+            while let Some(item) = reader.next_item() {
+                items.push(item);
+            }
+        }
+        items
     }
 
-    #[tokio::test]
-    async fn passes_good_frames_and_skips_garbage() {
+    fn body(s: &str) -> Item {
+        Item::Body(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn passes_good_frames_and_skips_garbage() {
         let good = r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#;
         let input = format!(
             "garbage\r\n\r\nContent-Length: {}\r\n\r\n{good}",
             good.len()
         );
-        let out = run(input.as_bytes()).await;
-        assert_eq!(out, format!("Content-Length: {}\r\n\r\n{good}", good.len()));
+        for chunk in [1, 3, 7, 1000] {
+            assert_eq!(
+                read_all(input.as_bytes(), chunk),
+                [body(good)],
+                "chunk {chunk}"
+            );
+        }
     }
 
-    #[tokio::test]
-    async fn a_short_length_becomes_a_parse_error_and_the_next_frame_survives() {
+    #[test]
+    fn a_short_length_yields_a_cut_body_and_the_next_frame_survives() {
         let good = r#"{"jsonrpc":"2.0","id":2,"method":"y"}"#;
         let bad = r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#;
         let input = format!(
             "Content-Length: 10\r\n\r\n{bad}Content-Length: {}\r\n\r\n{good}",
             good.len()
         );
-        let out = run(input.as_bytes()).await;
-        assert!(out.contains(PARSE_ERROR_METHOD), "{out}");
-        assert!(out.ends_with(good), "{out}");
+        for chunk in [1, 5, 1000] {
+            let items = read_all(input.as_bytes(), chunk);
+            assert_eq!(items.first(), Some(&body(&bad[..10])), "chunk {chunk}");
+            assert_eq!(items.last(), Some(&body(good)), "chunk {chunk}: {items:?}");
+        }
     }
 
-    #[tokio::test]
-    async fn a_long_length_does_not_swallow_the_next_frame() {
+    #[test]
+    fn a_long_length_does_not_swallow_the_next_frame() {
         let good = r#"{"jsonrpc":"2.0","id":2,"method":"y"}"#;
         let bad = r#"{"jsonrpc":"2.0","id":1}"#;
         let input = format!(
             "Content-Length: 999\r\n\r\n{bad}Content-Length: {}\r\n\r\n{good}",
             good.len()
         );
-        let out = run(input.as_bytes()).await;
-        assert!(out.contains(PARSE_ERROR_METHOD), "{out}");
-        assert!(out.ends_with(good), "{out}");
+        for chunk in [1, 4, 1000] {
+            let items = read_all(input.as_bytes(), chunk);
+            assert!(
+                matches!(items.first(), Some(Item::Malformed(_))),
+                "chunk {chunk}: {items:?}"
+            );
+            assert_eq!(items.last(), Some(&body(good)), "chunk {chunk}: {items:?}");
+        }
+    }
+
+    #[test]
+    fn header_text_inside_a_json_string_is_not_a_header() {
+        let good = r#"{"jsonrpc":"2.0","id":1,"method":"x","params":"Content-Length: 5\\r\\n"}"#;
+        let input = format!("Content-Length: {}\r\n\r\n{good}", good.len());
+        assert_eq!(read_all(input.as_bytes(), 3), [body(good)]);
+    }
+
+    #[test]
+    fn bad_headers_are_reported_and_skipped() {
+        let good = r#"{"id":1}"#;
+        let input = format!(
+            "Content-Length: x\r\n\r\nContent-Length: {}\r\n\r\n{good}",
+            good.len()
+        );
+        let items = read_all(input.as_bytes(), 2);
+        assert!(matches!(items[0], Item::Malformed(_)), "{items:?}");
+        assert_eq!(items.last(), Some(&body(good)));
+        let huge = format!("Content-Length: {}\r\n\r\n", MAX_BODY + 1);
+        assert!(matches!(
+            read_all(huge.as_bytes(), 100).as_slice(),
+            [Item::Malformed(_)]
+        ));
+    }
+
+    #[test]
+    fn headers_are_case_insensitive_and_content_type_is_ignored() {
+        let good = r#"{"id":1}"#;
+        let input = format!(
+            "content-length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{good}",
+            good.len()
+        );
+        assert_eq!(read_all(input.as_bytes(), 1), [body(good)]);
+    }
+
+    #[test]
+    fn a_large_body_in_small_reads_arrives_whole() {
+        let payload = "x".repeat(8 << 20);
+        let good = format!(r#"{{"id":1,"p":"{payload}"}}"#);
+        let input = format!("Content-Length: {}\r\n\r\n{good}", good.len());
+        // How fast is measured by benches/lsp_bench.py; this checks it is whole.
+        let items = read_all(input.as_bytes(), 64 * 1024);
+        assert_eq!(items, [Item::Body(good.into_bytes())]);
     }
 }

@@ -7,6 +7,7 @@
 mod commands;
 mod detach;
 mod framing;
+mod front;
 pub mod protocol;
 mod server;
 mod state;
@@ -27,19 +28,36 @@ pub fn serve_stdio(log_file: Option<&Path>) -> std::io::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let (service, socket) = LspService::build(SlipwayServer::new)
-            .custom_method(
-                "window/workDoneProgress/cancel",
-                SlipwayServer::progress_cancel,
-            )
-            .custom_method(framing::PARSE_ERROR_METHOD, SlipwayServer::parse_error)
-            .finish();
-        let (frames_in, frames_out) = tokio::io::duplex(1 << 20);
-        tokio::spawn(framing::filter(tokio::io::stdin(), frames_in));
-        Server::new(frames_out, tokio::io::stdout(), socket)
+        let state = state::State::new();
+        let server_state = state.clone();
+        let (service, socket) =
+            LspService::build(move |client| SlipwayServer::new(client, server_state.clone()))
+                .custom_method(
+                    "window/workDoneProgress/cancel",
+                    SlipwayServer::progress_cancel,
+                )
+                .finish();
+        let output = front::Output::new(tokio::io::stdout());
+        let (to_server, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, from_server) = tokio::io::duplex(1 << 20);
+        tokio::spawn(front::read_client(
+            tokio::io::stdin(),
+            to_server,
+            output.clone(),
+            state,
+        ));
+        let writer = tokio::spawn(front::write_server(from_server, output));
+        Server::new(server_in, server_out, socket)
             .concurrency_level(32)
             .serve(service)
             .await;
+        // The server's last answers (to `shutdown`) are still in the pipe.
+        if tokio::time::timeout(std::time::Duration::from_secs(2), writer)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the last answers were not all written within 2 s");
+        }
     });
     // Blocking readers of stdin and pending git work must not hold the exit.
     runtime.shutdown_background();

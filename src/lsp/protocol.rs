@@ -1,6 +1,9 @@
 //! The wire shapes of the sidecar protocol (docs/protocol.md): command names,
 //! argument objects, notifications, and how core errors become JSON-RPC errors.
 
+use slipway_core::error::{ErrorKind, Failure, Field, Hint};
+use slipway_core::plan::{AgentInput, RunInput, SandboxInput, TimeoutInput, WorkspaceInput};
+use slipway_core::workspace::StrategyKind;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -54,8 +57,8 @@ pub struct ResolveArgs {
 pub struct CreateArgs {
     /// Repository.
     pub root: PathBuf,
-    /// `branch` or `merge-to-head` (`head` has no worktree).
-    pub strategy: String,
+    /// `branch` or `merge-to-head` (`head` has no worktree); from `branch` when unset.
+    pub strategy: Option<StrategyKind>,
     /// The branch for `branch`.
     pub branch: Option<String>,
     /// Start point of a new branch.
@@ -73,12 +76,12 @@ pub struct CreateArgs {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunArgs {
-    /// Repository.
-    pub root: PathBuf,
+    /// Repository; for workspace runs the workspace decides when unset.
+    pub root: Option<PathBuf>,
     /// An existing worktree (id, path or branch).
     pub worktree: Option<String>,
     /// `head`, `merge-to-head` or `branch`.
-    pub strategy: Option<String>,
+    pub strategy: Option<StrategyKind>,
     /// The branch for `branch`.
     pub branch: Option<String>,
     /// Start point of a new branch.
@@ -88,8 +91,8 @@ pub struct RunArgs {
     /// Host paths copied into a new worktree.
     #[serde(default)]
     pub copy: Vec<String>,
-    /// The agent.
-    pub agent: AgentSpec,
+    /// The agent (default: the workspace's or the repository's, else `command`).
+    pub agent: Option<AgentSpec>,
     /// The sandbox (default `none`).
     pub sandbox: Option<SandboxSpec>,
     /// Inline prompt, used literally.
@@ -117,20 +120,47 @@ pub struct RunArgs {
     /// Run on a workspace: its name (a file `slipway workspace create` wrote), or
     /// an inline plan `{name, workdir, mounts: [{src, dst, readonly, isolation, source}]}`.
     /// `ask` mounts answer `sourceBranchRequired` with `data.mounts` listing each, in order.
-    pub workspace: Option<WorkspaceArg>,
+    pub workspace: Option<WorkspaceInput>,
     /// Per-mount answers to `ask`, by `dst`: `{"/work/a": {"policy": "named", "ref": "main"}}`.
     #[serde(default)]
     pub sources: BTreeMap<String, SourcePolicy>,
+    /// Answer the checked plan instead of starting the run.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
-/// A workspace named, or given inline.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum WorkspaceArg {
-    /// The name of a workspace file.
-    Name(String),
-    /// A plan given in full.
-    Plan(slipway_core::run::workspace::WorkspacePlan),
+impl RunArgs {
+    /// The arguments as the plan takes them.
+    pub fn into_input(self, handoff: bool) -> RunInput {
+        RunInput {
+            run_id: None,
+            repository: self.root,
+            strategy: self.strategy,
+            branch: self.branch,
+            base: self.base,
+            worktree: self.worktree,
+            sandbox_id: None,
+            source: self.source,
+            copy: self.copy,
+            agent: self.agent.map(AgentInput::Spec).unwrap_or_default(),
+            sandbox: self.sandbox.map(SandboxInput::from).unwrap_or_default(),
+            workspace: self.workspace,
+            sources: self.sources,
+            prompt: self.prompt,
+            prompt_file: self.prompt_file,
+            args: self.args,
+            max_iterations: self.max_iterations,
+            completion_signals: self.completion_signals,
+            timeouts: TimeoutInput {
+                idle_secs: self.idle_timeout_secs,
+                hook_secs: self.hook_timeout_secs,
+                completion_grace_secs: self.completion_grace_secs,
+                merge_secs: self.merge_timeout_secs,
+            },
+            hooks: self.hooks,
+            handoff,
+        }
+    }
 }
 
 /// `slipway.cancel`.
@@ -218,8 +248,8 @@ impl Notification for SlipwayStatus {
 }
 
 /// A JSON-RPC error with a stable `data.kind` and a message that says what to do.
-pub fn error(kind: &str, message: impl Into<String>, extra: Value) -> jsonrpc::Error {
-    let code = if kind == "invalidParams" {
+pub fn error(kind: ErrorKind, message: impl Into<String>, extra: Value) -> jsonrpc::Error {
+    let code = if kind == ErrorKind::InvalidParams {
         jsonrpc::ErrorCode::InvalidParams
     } else {
         jsonrpc::ErrorCode::ServerError(-32001)
@@ -235,6 +265,64 @@ pub fn error(kind: &str, message: impl Into<String>, extra: Value) -> jsonrpc::E
     }
 }
 
+/// An input, as the protocol names it.
+fn field(field: Field) -> &'static str {
+    match field {
+        Field::Repository => "`root`",
+        Field::Strategy => "`strategy`",
+        Field::Branch => "`branch`",
+        Field::Base => "`base`",
+        Field::Worktree => "`worktree`",
+        Field::Source => "`source`",
+        Field::Ref => "`source.ref`",
+        Field::Copy => "`copy`",
+        Field::Sandbox => "a docker `sandbox`",
+        Field::Image => "`sandbox.image`",
+        Field::Agent => "`agent`",
+        Field::Program => "`agent.command`",
+        Field::Prompt => "`prompt`",
+        Field::PromptFile => "`promptFile`",
+        Field::Args => "`args`",
+        Field::MaxIterations => "`maxIterations` (1 or more)",
+        Field::CompletionSignals => "`completionSignals`",
+        Field::MergeTimeout => "`mergeTimeoutSecs`",
+        Field::Workspace => "`workspace`",
+    }
+}
+
+/// A hint in the protocol's words.
+fn hint_text(hint: &Hint) -> String {
+    match hint {
+        Hint::Give { field: f } => format!("give {}", field(*f)),
+        Hint::Drop { field: f } => format!("drop {}", field(*f)),
+        Hint::GiveArgs { names } => format!(
+            "give each in `args`: {}",
+            names
+                .iter()
+                .map(|n| format!("\"{n}\": …"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Hint::DropArg { name } => format!("drop `args.{name}`"),
+        Hint::ListWorktrees => "see `slipway.list`".into(),
+        Hint::ListRuns => "pass the run's `root`, or see `slipway/status`".into(),
+        Hint::ListSandboxes => "see `slipway sandbox list`".into(),
+        Hint::UseStrategy { strategies } => format!("or use strategy {}", strategies.join(" or ")),
+    }
+}
+
+/// A core failure as a JSON-RPC error: the message with each hint in the
+/// protocol's words, `data` with the kind, the failure's data and its hints.
+pub fn failure(e: &dyn Failure) -> jsonrpc::Error {
+    let report = e.report();
+    let message = report.worded(hint_text);
+    let mut data = report.data;
+    if !report.hints.is_empty() {
+        data.insert("hints".into(), json!(report.hints));
+    }
+    error(report.kind, message, Value::Object(data))
+}
+
 /// Parses the single object argument of a command.
 pub fn parse_args<T: for<'de> Deserialize<'de>>(
     command: &str,
@@ -242,14 +330,14 @@ pub fn parse_args<T: for<'de> Deserialize<'de>>(
 ) -> Result<T, jsonrpc::Error> {
     let Some(first) = arguments.first() else {
         return Err(error(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             format!("{command} takes one object argument; none was given"),
             Value::Null,
         ));
     };
     if arguments.len() > 1 {
         return Err(error(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             format!(
                 "{command} takes one object argument; {} were given",
                 arguments.len()
@@ -259,7 +347,7 @@ pub fn parse_args<T: for<'de> Deserialize<'de>>(
     }
     serde_json::from_value(first.clone()).map_err(|e| {
         error(
-            "invalidParams",
+            ErrorKind::InvalidParams,
             format!("{command}: bad arguments: {e}"),
             Value::Null,
         )

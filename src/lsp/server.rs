@@ -2,6 +2,7 @@
 //! `workspace/executeCommand` dispatch. Handlers return quickly; git work runs
 //! on blocking threads and runs happen in detached processes.
 
+use slipway_core::error::ErrorKind;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -27,11 +28,8 @@ pub struct SlipwayServer {
 
 impl SlipwayServer {
     /// A server talking to `client`.
-    pub fn new(client: Client) -> SlipwayServer {
-        SlipwayServer {
-            client,
-            state: State::new(),
-        }
+    pub fn new(client: Client, state: Arc<State>) -> SlipwayServer {
+        SlipwayServer { client, state }
     }
 
     /// `window/workDoneProgress/cancel`: the user pressed cancel on a run's progress.
@@ -40,19 +38,6 @@ impl SlipwayServer {
             return;
         };
         let _ = self.cancel(CancelArgs { run_id, root: None }).await;
-    }
-
-    /// Answers a malformed frame (see `framing`) with a JSON-RPC parse error.
-    pub async fn parse_error(&self, params: Value) -> Result<Value> {
-        let detail = params["detail"]
-            .as_str()
-            .unwrap_or("malformed frame")
-            .to_owned();
-        Err(tower_lsp_server::jsonrpc::Error {
-            code: tower_lsp_server::jsonrpc::ErrorCode::ParseError,
-            message: format!("parse error: {detail}; the frame was skipped").into(),
-            data: Some(json!({ "kind": "parseError" })),
-        })
     }
 
     async fn cancel(&self, args: CancelArgs) -> Result<Value> {
@@ -75,7 +60,7 @@ impl SlipwayServer {
                 }
             }
             Err(error(
-                "unknownRun",
+                ErrorKind::UnknownRun,
                 format!(
                     "no run '{}' in any repository this sidecar serves",
                     args.run_id
@@ -84,19 +69,25 @@ impl SlipwayServer {
             ))
         })
         .await
-        .map_err(|e| error("internal", e.to_string(), Value::Null))?;
+        .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
         tracing::info!(run_id, "cancel requested");
         self.state.poke();
         answer
     }
 
     async fn start_run(&self, args: RunArgs, handoff: bool) -> Result<Value> {
+        let dry_run = args.dry_run;
+        let plan = tokio::task::spawn_blocking(move || commands::plan_run(args, handoff))
+            .await
+            .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))??;
+        if dry_run {
+            return Ok(json!({ "plan": plan }));
+        }
         let (run_id, common, root) = tokio::task::spawn_blocking(move || {
-            let host = commands::open(&args.root)?;
-            let request = commands::validate_run(&host, args, handoff)?;
-            let run_id = detach::spawn_run(&host, &request).map_err(|e| {
+            let host = commands::open(&plan.repository)?;
+            let run_id = detach::spawn_run(&host, &plan.request).map_err(|e| {
                 error(
-                    "io",
+                    ErrorKind::Io,
                     format!("cannot start the run process: {e}"),
                     Value::Null,
                 )
@@ -108,20 +99,62 @@ impl SlipwayServer {
             ))
         })
         .await
-        .map_err(|e| error("internal", e.to_string(), Value::Null))??;
+        .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))??;
         self.state.register(common.clone(), root).await;
         self.state.follow(&common, &run_id).await;
         Ok(json!({ "runId": run_id }))
     }
 }
 
+/// `capabilities.experimental.slipway`: the protocol version and every name
+/// the server accepts (agents, sandboxes, policies, strategies, land modes).
+fn advertised() -> Value {
+    let mut names =
+        serde_json::to_value(slipway_core::plan::vocabularies()).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut names {
+        map.insert("protocol".into(), json!(PROTOCOL_VERSION));
+    }
+    names
+}
+
+/// `slipway.status`: cheap state for one path from the cache, with the
+/// agent's interactive command there when `agent` is given. The front door
+/// answers it ahead of queued git work.
+pub async fn status_command(state: &Arc<State>, args: StatusArgs) -> Result<Value> {
+    let mut answer = state.status_for(&args.path).await;
+    if let Some(spec) = &args.agent {
+        let agent = spec
+            .build()
+            .map_err(|e| error(ErrorKind::InvalidParams, e.to_string(), Value::Null))?;
+        let cwd = answer["path"].as_str().map(PathBuf::from);
+        if let (Some(cwd), Value::Object(map)) = (cwd, &mut answer) {
+            map.insert(
+                "interactiveCommand".into(),
+                json!({ "argv": agent.interactive().argv, "cwd": cwd }),
+            );
+        }
+    }
+    Ok(answer)
+}
+
+/// Git work of commands, at most one per core at a time: a flood of branch
+/// listings then queues here instead of taking every core from the cache
+/// answers and the refresh loop.
+static GIT_WORK: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
+    tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
+});
+
 async fn blocking<F>(f: F) -> Result<Value>
 where
     F: FnOnce() -> Result<Value> + Send + 'static,
 {
+    let _permit = GIT_WORK
+        .acquire()
+        .await
+        .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
     tokio::task::spawn_blocking(f).await.map_err(|e| {
         error(
-            "internal",
+            ErrorKind::Internal,
             format!("the command panicked: {e}"),
             Value::Null,
         )
@@ -159,7 +192,11 @@ impl LanguageServer for SlipwayServer {
                     }),
                     file_operations: None,
                 }),
-                experimental: Some(json!({ "slipwayProtocol": PROTOCOL_VERSION })),
+                // The names the server accepts: shims offer these and keep no lists.
+                experimental: Some(json!({
+                    "slipwayProtocol": PROTOCOL_VERSION,
+                    "slipway": advertised(),
+                })),
                 ..ServerCapabilities::default()
             },
             server_info: Some(ServerInfo {
@@ -228,25 +265,9 @@ impl LanguageServer for SlipwayServer {
             "slipway.handoff" => self.start_run(parse_args(&command, &args)?, true).await,
             "slipway.cancel" => self.cancel(parse_args(&command, &args)?).await,
             "slipway.workspaces" => blocking(commands::workspaces).await,
-            "slipway.status" => {
-                let a: StatusArgs = parse_args(&command, &args)?;
-                let mut answer = self.state.status_for(&a.path).await;
-                if let Some(spec) = &a.agent {
-                    let agent = spec
-                        .build()
-                        .map_err(|e| error("invalidParams", e.to_string(), Value::Null))?;
-                    let cwd = answer["path"].as_str().map(PathBuf::from);
-                    if let (Some(cwd), Value::Object(map)) = (cwd, &mut answer) {
-                        map.insert(
-                            "interactiveCommand".into(),
-                            json!({ "argv": agent.interactive().argv, "cwd": cwd }),
-                        );
-                    }
-                }
-                Ok(answer)
-            }
+            "slipway.status" => status_command(&self.state, parse_args(&command, &args)?).await,
             other => Err(error(
-                "unknownCommand",
+                ErrorKind::UnknownCommand,
                 format!(
                     "unknown command '{other}'; the server answers {}",
                     protocol::COMMANDS.join(", ")

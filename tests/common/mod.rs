@@ -22,6 +22,9 @@ pub struct TestEnv {
     initial_gitconfig: Vec<u8>,
 }
 
+/// The author and committer date of every commit the tests (and the agents they run) make.
+pub const FIXED_DATE: &str = "1767225600 +0000";
+
 const GLOBAL_CONFIG: &str = "[user]\n\tname = Slipway Test\n\temail = test@slipway.invalid\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol \"file\"]\n\tallow = always\n";
 
 impl TestEnv {
@@ -60,22 +63,36 @@ impl TestEnv {
             ("GIT_COMMITTER_NAME", "Slipway Test".into()),
             ("GIT_COMMITTER_EMAIL", "test@slipway.invalid".into()),
             ("GIT_TERMINAL_PROMPT", "0".into()),
+            // Fixed dates: the same commits get the same ids in every run.
+            ("GIT_AUTHOR_DATE", FIXED_DATE.into()),
+            ("GIT_COMMITTER_DATE", FIXED_DATE.into()),
             ("LC_ALL", "C".into()),
             ("SLIPWAY_LOG", "warn".into()),
         ]
     }
 
+    /// A child process with nothing of the caller's environment but `PATH`.
     fn command(&self, program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
         let mut cmd = Command::new(program);
-        cmd.current_dir(dir)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_INDEX_FILE")
-            .stdin(Stdio::null());
+        cmd.current_dir(dir).env_clear().stdin(Stdio::null());
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
         for (k, v) in self.envs() {
             cmd.env(k, v);
         }
         cmd
+    }
+
+    /// `text` with this environment's temporary folder (as given and as the
+    /// file system resolves it) written `[TMP]`, for snapshots.
+    pub fn normalise(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        let given = self.path().display().to_string();
+        if let Ok(real) = self.path().canonicalize() {
+            out = out.replace(&real.display().to_string(), "[TMP]");
+        }
+        out.replace(&given, "[TMP]")
     }
 
     /// Runs the git CLI; panics with its output if it fails. Returns trimmed stdout.

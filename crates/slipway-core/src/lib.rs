@@ -6,9 +6,11 @@
 #![deny(clippy::print_stdout)]
 
 pub mod agent;
+pub mod error;
 pub mod git;
 pub mod journal;
 pub mod nofollow;
+pub mod plan;
 pub mod recovery;
 pub mod run;
 pub mod sandbox;

@@ -7,7 +7,6 @@ import {
   agentFromSettings,
   type BranchPickEntry,
   branchItems,
-  choiceItems,
   closePreservedView,
   mountPickSpecs,
   runFinishedView,
@@ -17,7 +16,6 @@ import {
   statusView,
   type StatusView,
   workspaceItems,
-  workspaceRoot,
   worktreeItems,
 } from './model';
 import {
@@ -30,6 +28,7 @@ import {
   type Sandbox,
   type SlipwayApi,
   type SlipwayError,
+  type Vocabularies,
   toSlipwayError,
   withMountSourcePicks,
   withSourcePick,
@@ -178,18 +177,31 @@ class Extension implements vscode.Disposable {
     return api;
   }
 
+  /** The names the sidecar accepts; the extension keeps no lists of its own. */
+  private names(): Vocabularies {
+    const names = this.sidecar.vocabularies;
+    if (names === undefined) {
+      void vscode.window.showErrorMessage('slipway: the sidecar does not say which names it accepts; update the slipway binary.');
+      throw new Cancelled();
+    }
+    return names;
+  }
+
   private config(): vscode.WorkspaceConfiguration {
     return vscode.workspace.getConfiguration('slipway');
   }
 
   private agent(): Agent {
     const c = this.config();
-    const built = agentFromSettings({
-      type: c.get<string>('agent.type', 'claude-code'),
-      command: c.get<string[]>('agent.command', []),
-      model: c.get<string>('agent.model', ''),
-      effort: c.get<string>('agent.effort', ''),
-    });
+    const built = agentFromSettings(
+      {
+        type: c.get<string>('agent.type', 'claude-code'),
+        command: c.get<string[]>('agent.command', []),
+        model: c.get<string>('agent.model', ''),
+        effort: c.get<string>('agent.effort', ''),
+      },
+      this.names().agents,
+    );
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
         if (choice) {
@@ -201,9 +213,10 @@ class Extension implements vscode.Disposable {
     return built.agent;
   }
 
-  private sandbox(): Sandbox {
+  /** The sandbox setting; undefined when unset (the workspace's or the repository's default applies). */
+  private sandbox(): Sandbox | undefined {
     const c = this.config();
-    const built = sandboxFromSettings(c.get<string>('sandbox.type', 'none'), c.get<string>('sandbox.image', ''));
+    const built = sandboxFromSettings(c.get<string>('sandbox.type', ''), c.get<string>('sandbox.image', ''), this.names().sandboxes);
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`);
       throw new Cancelled();
@@ -241,11 +254,13 @@ class Extension implements vscode.Disposable {
     return picked.uri.fsPath;
   }
 
-  /** The branch picker (Local / Remote), limited to `choices` when given. Undefined: dismissed. */
-  private async pickBranch(root: string, title: string, choices?: string[]): Promise<string | undefined> {
-    const api = this.api();
-    const { branches } = await api.branches(root);
-    const entries: BranchPickEntry[] = choices ? choiceItems(choices, branches) : branchItems(branches);
+  /**
+   * The branch picker (Local / Remote) over `choices` (an error's whole branch entries)
+   * when given, else over `slipway.branches`. Undefined: dismissed.
+   */
+  private async pickBranch(root: string, title: string, choices?: BranchInfo[]): Promise<string | undefined> {
+    const branches = choices ?? (await this.api().branches(root)).branches;
+    const entries: BranchPickEntry[] = branchItems(branches);
     return this.showBranchPick(entries, title);
   }
 
@@ -297,20 +312,8 @@ class Extension implements vscode.Disposable {
    * the `sources` to send again. Undefined when a picker was dismissed.
    */
   private async pickMountSources(workspace: WorkspaceInfo, mounts: MountChoices[]): Promise<MountSources | undefined> {
-    const api = this.api();
-    const branches = new Map<string, BranchInfo[]>();
-    for (const m of mounts) {
-      const src = workspace.mounts?.find((x) => x.dst === m.dst)?.src;
-      if (src === undefined) {
-        continue;
-      }
-      try {
-        branches.set(m.dst, (await api.branches(src)).branches);
-      } catch {
-        // No details for this mount: the picker shows the plain choices.
-      }
-    }
-    const specs = mountPickSpecs(mounts, workspace.name, branches);
+    // The choices are whole branch entries: no `slipway.branches` per mount.
+    const specs = mountPickSpecs(mounts, workspace.name);
     const answers: string[] = [];
     for (const spec of specs) {
       const ref = await this.showBranchPick(spec.items, spec.title, spec);
@@ -347,7 +350,7 @@ class Extension implements vscode.Disposable {
 
   private sourceFor(root: string) {
     const picked = this.context.workspaceState.get<Record<string, string>>('slipway.pickedSource', {})[root];
-    return sourceFromSettings(this.config().get<string>('sourcePolicy', 'ask'), picked);
+    return sourceFromSettings(this.config().get<string>('sourcePolicy', 'ask'), picked, this.names().policies);
   }
 
   private pickOnSourceError(root: string, what: string) {
@@ -479,12 +482,15 @@ class Extension implements vscode.Disposable {
     const root = await this.root(arg);
     const strategy = this.config().get<WorktreeStrategy>('strategy', 'branch');
     const branch = strategy === 'branch' ? await this.branchName('Branch for the new worktree (new or existing)') : undefined;
-    const built = agentFromSettings({
-      type: this.config().get<string>('agent.type', 'claude-code'),
-      command: this.config().get<string[]>('agent.command', []),
-      model: this.config().get<string>('agent.model', ''),
-      effort: this.config().get<string>('agent.effort', ''),
-    });
+    const built = agentFromSettings(
+      {
+        type: this.config().get<string>('agent.type', 'claude-code'),
+        command: this.config().get<string[]>('agent.command', []),
+        model: this.config().get<string>('agent.model', ''),
+        effort: this.config().get<string>('agent.effort', ''),
+      },
+      this.names().agents,
+    );
     const agent = 'agent' in built ? built.agent : undefined;
     const api = this.api();
     const created = await withSourcePick(
@@ -544,15 +550,9 @@ class Extension implements vscode.Disposable {
   private async startAgentHere(arg: unknown): Promise<void> {
     const w = await this.targetWorktree(arg, 'Start the agent in');
     const agent = this.agent();
-    let command: InteractiveCommand | undefined;
-    if (w.strategy === 'branch') {
-      // The sidecar builds the agent's interactive command line; asking for the branch's
-      // worktree again re-uses it and answers that line.
-      const again = await this.api().createWorktree({ root: this.repoRootOf(w), strategy: 'branch', branch: w.branch, agent });
-      command = again.interactiveCommand;
-    } else {
-      command = this.context.workspaceState.get<Record<string, InteractiveCommand>>('slipway.interactive', {})[w.path];
-    }
+    // The worktree's status with `agent` carries the agent's command line there:
+    // nothing is created and no branch lock is taken.
+    const command: InteractiveCommand | undefined = (await this.api().status(w.path, agent)).interactiveCommand;
     if (command === undefined || command.argv.length === 0) {
       void vscode.window.showErrorMessage(`slipway: no interactive command is known for ${w.branch}.`);
       return;
@@ -605,9 +605,9 @@ class Extension implements vscode.Disposable {
 
   private async runOnWorkspace(arg: unknown): Promise<void> {
     const workspace = typeof arg === 'string' ? await this.workspaceNamed(arg) : await this.pickWorkspace();
-    const root = workspaceRoot(workspace);
-    if (root === undefined) {
-      void vscode.window.showErrorMessage(`slipway: workspace ${workspace.name} has no mounts.`);
+    // Which repository the run uses is the sidecar's decision: the request names none.
+    if (!workspace.repository) {
+      void vscode.window.showErrorMessage(`slipway: workspace ${workspace.name} has no mount that is a git repository.`);
       return;
     }
     const agent = this.agent();
@@ -617,7 +617,6 @@ class Extension implements vscode.Disposable {
     const started = await withMountSourcePicks(
       (sources) =>
         api.run({
-          root,
           workspace: workspace.name,
           sources,
           agent,

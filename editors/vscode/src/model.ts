@@ -4,7 +4,6 @@
 import * as path from 'node:path';
 import type {
   Agent,
-  AgentType,
   BranchInfo,
   ClosePreserved,
   MountChoices,
@@ -13,7 +12,6 @@ import type {
   RunFinished,
   Sandbox,
   Source,
-  SourcePolicyName,
   StatusNotification,
   WorkspaceInfo,
   WorktreeStatus,
@@ -87,25 +85,6 @@ export function branchItems(branches: BranchInfo[], now: number = Date.now() / 1
   return entries;
 }
 
-/** Branch entries for plain `choices` (an error's `data.choices`) with no details at hand. */
-export function choiceItems(choices: string[], branches: BranchInfo[] | undefined, now: number = Date.now() / 1000): BranchPickEntry[] {
-  if (branches !== undefined) {
-    const byName = new Map(branches.map((b) => [b.name, b]));
-    const known = choices.map((c) => byName.get(c)).filter((b): b is BranchInfo => b !== undefined);
-    if (known.length === choices.length) {
-      return branchItems(known, now);
-    }
-  }
-  return choices.map((c) => ({
-    type: 'branch',
-    label: c,
-    description: '',
-    detail: '',
-    ref: c,
-    info: { name: c, kind: 'local', remote: null, commit: '', subject: '', time: 0, isHead: false, isDefault: false, upstream: null },
-  }));
-}
-
 // ---------------------------------------------------------------------------
 // Workspaces
 
@@ -117,7 +96,7 @@ export interface WorkspacePickEntry {
 }
 
 function sourceLabel(source: Source): string {
-  return source.policy === 'named' ? source.ref : source.policy;
+  return source.ref ?? source.policy;
 }
 
 /** QuickPick entries for `slipway.workspaces`: name, mounts and workdir; a broken file says why. */
@@ -144,18 +123,6 @@ export function workspaceItems(workspaces: WorkspaceInfo[]): WorkspacePickEntry[
   });
 }
 
-/** The `root` of a workspace run: the `src` of the mount covering the workdir, else of the first mount. */
-export function workspaceRoot(w: WorkspaceInfo): string | undefined {
-  const mounts = w.mounts ?? [];
-  const workdir = w.workdir;
-  const covering = workdir
-    ? mounts
-        .filter((m) => isInside(workdir, m.dst))
-        .sort((a, b) => b.dst.length - a.dst.length)[0]
-    : undefined;
-  return (covering ?? mounts[0])?.src;
-}
-
 /** One branch picker of a workspace run: which mount it answers, and what it shows. */
 export interface MountPickSpec {
   dst: string;
@@ -168,22 +135,17 @@ export interface MountPickSpec {
 
 /**
  * The pickers for a `sourceBranchRequired` error's `data.mounts`: one per mount, in the
- * sidecar's (mount) order, each titled with the mount's `dst` and offering its `choices`.
- * `branches` (by `dst`) adds the tip details where known.
+ * sidecar's (mount) order, each titled with the mount's `dst` and offering its `choices`
+ * (whole branch entries, so each shows its tip).
  */
-export function mountPickSpecs(
-  mounts: MountChoices[],
-  workspace?: string,
-  branches?: ReadonlyMap<string, BranchInfo[]>,
-  now: number = Date.now() / 1000,
-): MountPickSpec[] {
+export function mountPickSpecs(mounts: MountChoices[], workspace?: string, now: number = Date.now() / 1000): MountPickSpec[] {
   return mounts.map((m, i) => ({
     dst: m.dst,
     title: `Start ${m.dst} from…${workspace ? ` (workspace ${workspace})` : ''}`,
     placeholder: `Source branch for the mount ${m.dst}`,
     step: i + 1,
     totalSteps: mounts.length,
-    items: choiceItems(m.choices, branches?.get(m.dst), now),
+    items: branchItems(m.choices, now),
   }));
 }
 
@@ -409,10 +371,8 @@ export interface AgentSettings {
   effort: string;
 }
 
-const AGENT_TYPES: readonly string[] = ['claude-code', 'codex', 'opencode', 'pi', 'cursor', 'copilot'];
-
-/** The `agent` object from the settings, or why it cannot be built. */
-export function agentFromSettings(s: AgentSettings): { agent: Agent } | { error: string } {
+/** The `agent` object from the settings, or why it cannot be built; `agents` are the sidecar's names. */
+export function agentFromSettings(s: AgentSettings, agents: readonly string[]): { agent: Agent } | { error: string } {
   if (s.type === 'command') {
     const argv = s.command.filter((a) => typeof a === 'string');
     if (argv.length === 0 || argv[0] === '') {
@@ -420,10 +380,10 @@ export function agentFromSettings(s: AgentSettings): { agent: Agent } | { error:
     }
     return { agent: { type: 'command', command: argv } };
   }
-  if (!AGENT_TYPES.includes(s.type)) {
-    return { error: `Unknown agent '${s.type}' in slipway.agent.type.` };
+  if (!agents.includes(s.type)) {
+    return { error: `Unknown agent '${s.type}' in slipway.agent.type; the sidecar knows ${agents.join(', ')}.` };
   }
-  const agent: Agent = { type: s.type as AgentType };
+  const agent: Agent = { type: s.type };
   if (s.model) {
     agent.model = s.model;
   }
@@ -433,25 +393,37 @@ export function agentFromSettings(s: AgentSettings): { agent: Agent } | { error:
   return { agent };
 }
 
-export function sandboxFromSettings(type: string, image: string): { sandbox: Sandbox } | { error: string } {
-  if (type === 'docker') {
-    if (!image) {
-      return { error: 'The docker sandbox needs an image: set slipway.sandbox.image.' };
-    }
-    return { sandbox: { type: 'docker', image } };
+/**
+ * The `sandbox` from the settings, or why it cannot be built; `sandboxes` are the
+ * sidecar's names. Undefined: none set, the workspace's or the repository's default applies.
+ */
+export function sandboxFromSettings(
+  type: string,
+  image: string,
+  sandboxes: readonly string[],
+): { sandbox: Sandbox | undefined } | { error: string } {
+  if (type === '') {
+    return { sandbox: undefined };
   }
-  return { sandbox: { type: 'none' } };
+  if (!sandboxes.includes(type)) {
+    return { error: `Unknown sandbox '${type}' in slipway.sandbox.type; the sidecar knows ${sandboxes.join(', ')}.` };
+  }
+  if (type === 'none') {
+    return { sandbox: { type: 'none' } };
+  }
+  if (!image) {
+    return { error: `The ${type} sandbox needs an image: set slipway.sandbox.image.` };
+  }
+  return { sandbox: { type, image } };
 }
 
-const POLICIES: readonly string[] = ['host_head', 'current_branch', 'default', 'ask'];
-
-/** The `source` to send: a branch picked with Pick Source Branch, else the policy setting. */
-export function sourceFromSettings(policy: string, picked: string | undefined): Source {
+/** The `source` to send: a branch picked with Pick Source Branch, else the policy setting (one of `policies`). */
+export function sourceFromSettings(policy: string, picked: string | undefined, policies: readonly string[]): Source {
   if (picked) {
     return { policy: 'named', ref: picked };
   }
   const name = policy.replace(/-/g, '_');
-  return { policy: (POLICIES.includes(name) ? name : 'ask') as SourcePolicyName };
+  return { policy: name !== 'named' && policies.includes(name) ? name : 'ask' };
 }
 
 // ---------------------------------------------------------------------------

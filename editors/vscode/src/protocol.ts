@@ -24,10 +24,42 @@ export type CommandName = (typeof COMMANDS)[number];
 // ---------------------------------------------------------------------------
 // Arguments
 
-export type SourcePolicyName = 'host_head' | 'current_branch' | 'default' | 'ask';
-export type Source = { policy: SourcePolicyName } | { policy: 'named'; ref: string };
+/**
+ * The names the sidecar accepts (`capabilities.experimental.slipway` of `initialize`):
+ * the extension offers these and keeps no lists of its own.
+ */
+export interface Vocabularies {
+  protocol: number;
+  agents: string[];
+  sandboxes: string[];
+  policies: string[];
+  strategies: string[];
+  landModes: string[];
+}
 
-export type AgentType = 'claude-code' | 'codex' | 'opencode' | 'pi' | 'cursor' | 'copilot';
+/** The vocabularies of an `initialize` answer's `capabilities.experimental`, if it has them. */
+export function readVocabularies(experimental: unknown): Vocabularies | undefined {
+  const raw = isRecord(experimental) ? experimental.slipway : undefined;
+  if (!isRecord(raw) || typeof raw.protocol !== 'number') {
+    return undefined;
+  }
+  const names = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  return {
+    protocol: raw.protocol,
+    agents: names(raw.agents),
+    sandboxes: names(raw.sandboxes),
+    policies: names(raw.policies),
+    strategies: names(raw.strategies),
+    landModes: names(raw.landModes),
+  };
+}
+
+/** A source policy other than `named`, one of `Vocabularies.policies`. */
+export type SourcePolicyName = string;
+export type Source = { policy: 'named'; ref: string } | { policy: SourcePolicyName; ref?: undefined };
+
+/** An agent provider other than `command`, one of `Vocabularies.agents`. */
+export type AgentType = string;
 export type PermissionMode = 'bypass' | 'acceptEdits' | 'plan' | 'default';
 
 export interface AgentOptions {
@@ -39,9 +71,10 @@ export interface AgentOptions {
   resume?: { sessionId: string; fork?: boolean };
 }
 
-export type Agent = { type: 'command'; command: string[] } | ({ type: AgentType } & AgentOptions);
+export type Agent = { type: 'command'; command: string[] } | ({ type: AgentType; command?: undefined } & AgentOptions);
 
-export type Sandbox = { type: 'none' } | { type: 'docker'; image: string; network?: string };
+/** `none`, or a container sandbox (`docker`, `docker-isolated`: one of `Vocabularies.sandboxes`). */
+export type Sandbox = { type: 'none' } | { type: string; image: string; network?: string };
 
 export type WorktreeStrategy = 'branch' | 'merge-to-head';
 export type RunStrategy = WorktreeStrategy | 'head';
@@ -95,7 +128,8 @@ export type MountSources = Record<string, Source>;
 export type WorkspacesArgs = Record<string, never>;
 
 export interface RunArgs {
-  root: string;
+  /** The repository; a workspace run may leave it out (the sidecar decides from the workspace). */
+  root?: string;
   agent: Agent;
   worktree?: string;
   strategy?: RunStrategy;
@@ -135,6 +169,8 @@ export interface CloseArgs {
 
 export interface StatusArgs {
   path: string;
+  /** Ask for this agent's interactive command line in the worktree. */
+  agent?: Agent;
 }
 
 // ---------------------------------------------------------------------------
@@ -212,6 +248,8 @@ export interface WorkspaceInfo {
   path: string;
   workdir?: string | null;
   mounts?: WorkspaceMount[];
+  /** The repository a run on it keeps its records in, as the sidecar decides it. */
+  repository?: string | null;
   error?: string;
 }
 
@@ -262,6 +300,10 @@ export interface PathStatus {
   state?: WorktreeState;
   runId: string | null;
   dirtyPreserved?: number;
+  /** The worktree's path (in a worktree). */
+  path?: string;
+  /** When `agent` was asked for and the path is in a worktree. */
+  interactiveCommand?: InteractiveCommand;
 }
 
 // ---------------------------------------------------------------------------
@@ -325,13 +367,14 @@ export function runIdOfToken(token: string | number): string | undefined {
 /** One `ask` mount of a workspace run's `sourceBranchRequired`: its `dst` and the branches to pick from. */
 export interface MountChoices {
   dst: string;
-  choices: string[];
+  choices: BranchInfo[];
 }
 
 /** `data` of a slipway error answer (§7.1). Every field but `kind` is optional. */
 export interface ErrorData {
   kind: string;
-  choices?: string[];
+  /** Whole branch entries, as `slipway.branches` lists them. */
+  choices?: BranchInfo[];
   /** A workspace run's `ask` mounts, in mount order (`sourceBranchRequired`). */
   mounts?: MountChoices[];
   worktreePath?: string | null;
@@ -368,6 +411,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** The branch entries of a `choices` array (anything without a name is dropped). */
+function branchEntries(raw: unknown[]): BranchInfo[] {
+  return raw.filter((c): c is BranchInfo => isRecord(c) && typeof c.name === 'string');
+}
+
 /** Reads the error data of a JSON-RPC error (vscode-jsonrpc's `ResponseError` or alike). */
 export function toSlipwayError(error: unknown): SlipwayError | undefined {
   if (error instanceof SlipwayError) {
@@ -381,13 +429,11 @@ export function toSlipwayError(error: unknown): SlipwayError | undefined {
   if (isRecord(raw) && typeof raw.kind === 'string') {
     data = { kind: raw.kind };
     if (Array.isArray(raw.choices)) {
-      data.choices = raw.choices.filter((c): c is string => typeof c === 'string');
+      data.choices = branchEntries(raw.choices);
     }
     if (Array.isArray(raw.mounts)) {
       data.mounts = raw.mounts.filter(isRecord).flatMap((m) =>
-        typeof m.dst === 'string' && Array.isArray(m.choices)
-          ? [{ dst: m.dst, choices: m.choices.filter((c): c is string => typeof c === 'string') }]
-          : [],
+        typeof m.dst === 'string' && Array.isArray(m.choices) ? [{ dst: m.dst, choices: branchEntries(m.choices) }] : [],
       );
     }
     if (typeof raw.worktreePath === 'string' || raw.worktreePath === null) {
@@ -477,8 +523,9 @@ export class SlipwayApi {
   close(args: CloseArgs): Promise<CloseResult> {
     return this.send(requests.close(args));
   }
-  status(path: string): Promise<PathStatus> {
-    return this.send(requests.status({ path }));
+  /** With `agent`, the answer carries that agent's interactive command line in the worktree. */
+  status(path: string, agent?: Agent): Promise<PathStatus> {
+    return this.send(requests.status(agent === undefined ? { path } : { path, agent }));
   }
   workspaces(): Promise<WorkspacesResult> {
     return this.send(requests.workspaces({}));

@@ -22,8 +22,7 @@ import {
   runIdOfToken,
   STATUS_NOTIFICATION,
   SlipwayApi,
-  type StatusNotification,
-} from './protocol';
+  type StatusNotification, readVocabularies, type Vocabularies } from './protocol';
 
 function isExecutable(file: string): boolean {
   try {
@@ -117,6 +116,8 @@ class RunProgress {
 export class Sidecar implements vscode.Disposable {
   client: LanguageClient | undefined;
   api: SlipwayApi | undefined;
+  /** The names the running sidecar accepts (from its `initialize` answer). */
+  vocabularies: Vocabularies | undefined;
   status: StatusNotification | undefined;
   private readonly statusEmitter = new vscode.EventEmitter<StatusNotification | undefined>();
   readonly onStatus = this.statusEmitter.event;
@@ -196,6 +197,7 @@ export class Sidecar implements vscode.Disposable {
       executeCommand: (params) =>
         client.sendRequest(ExecuteCommandRequest.type, { command: params.command, arguments: params.arguments }),
     });
+    this.vocabularies = readVocabularies(client.initializeResult?.capabilities.experimental);
     const version = client.initializeResult?.capabilities.experimental as { slipwayProtocol?: unknown } | undefined;
     if (typeof version?.slipwayProtocol === 'number' && version.slipwayProtocol > PROTOCOL_VERSION) {
       void vscode.window.showWarningMessage(

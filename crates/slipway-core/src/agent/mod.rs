@@ -198,9 +198,7 @@ pub enum AgentSpec {
 #[derive(Debug, thiserror::Error)]
 pub enum AgentSpecError {
     /// `command` without a program.
-    #[error(
-        "the command agent needs a program: put it after `--` (e.g. `slipway run -- ./agent.sh`)"
-    )]
+    #[error("the command agent needs a program")]
     EmptyCommand,
     /// No provider has that name.
     #[error(
@@ -247,13 +245,13 @@ pub enum AgentSpecError {
 
 impl AgentSpecError {
     /// A stable name for the protocol's `data.kind`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
             AgentSpecError::EmptyCommand
             | AgentSpecError::UnknownAgent(_)
-            | AgentSpecError::InvalidOption { .. } => "invalidParams",
-            AgentSpecError::Unsupported { .. } => "unsupported",
-            AgentSpecError::PromptTooLarge { .. } => "promptTooLarge",
+            | AgentSpecError::InvalidOption { .. } => crate::error::ErrorKind::InvalidParams,
+            AgentSpecError::Unsupported { .. } => crate::error::ErrorKind::Unsupported,
+            AgentSpecError::PromptTooLarge { .. } => crate::error::ErrorKind::PromptTooLarge,
         }
     }
 }

@@ -44,19 +44,19 @@ pub enum PromptError {
         source: std::io::Error,
     },
     /// The template uses arguments that were not given.
-    #[error("the prompt template needs {}; give each as a prompt argument ({})", missing.join(", "), missing.iter().map(|m| format!("--arg {m}=VALUE")).collect::<Vec<_>>().join(" "))]
+    #[error("the prompt template needs {}", missing.join(", "))]
     MissingArgs { missing: Vec<String> },
     /// An argument tries to replace a built-in.
-    #[error("{name} is built in and cannot be set with --arg; drop --arg {name}=…")]
+    #[error("{name} is built in and cannot be set as a prompt argument")]
     BuiltInOverride { name: String },
     /// A `` !` `` block that never closes.
     #[error("the prompt template has a !` block that is never closed with `")]
     UnclosedShell,
     /// Arguments given to an inline prompt.
-    #[error("--arg only applies to a prompt file; an inline prompt is used literally")]
+    #[error("prompt arguments only apply to a prompt file; an inline prompt is used literally")]
     ArgsWithInline,
     /// No prompt at all.
-    #[error("no prompt given; pass --prompt TEXT or --prompt-file FILE")]
+    #[error("no prompt given")]
     Missing,
 }
 

@@ -92,11 +92,13 @@ pub enum SessionError {
 
 impl SessionError {
     /// A stable name for the protocol's `data.kind`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            SessionError::InvalidId(_) | SessionError::InvalidPath { .. } => "invalidParams",
-            SessionError::NotFound { .. } => "sessionNotFound",
-            SessionError::Io { .. } => "io",
+            SessionError::InvalidId(_) | SessionError::InvalidPath { .. } => {
+                crate::error::ErrorKind::InvalidParams
+            }
+            SessionError::NotFound { .. } => crate::error::ErrorKind::SessionNotFound,
+            SessionError::Io { .. } => crate::error::ErrorKind::Io,
         }
     }
 }

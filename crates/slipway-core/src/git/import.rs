@@ -66,12 +66,12 @@ pub enum ImportError {
 
 impl ImportError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
             ImportError::Missing { .. }
             | ImportError::Mismatch { .. }
-            | ImportError::Malformed { .. } => "importRefused",
-            ImportError::Git(_) => "git",
+            | ImportError::Malformed { .. } => crate::error::ErrorKind::ImportRefused,
+            ImportError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

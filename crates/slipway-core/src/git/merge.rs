@@ -74,7 +74,7 @@ pub enum MergeError {
     /// The merge took longer than the merge timeout; it stopped before the
     /// host changed.
     #[error(
-        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise --merge-timeout"
+        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise the merge timeout"
     )]
     Timeout { branch: String, secs: u64 },
     /// The branch moved while the files were written (the user committed
@@ -93,16 +93,18 @@ pub enum MergeError {
 
 impl MergeError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            MergeError::DetachedHost { .. } => "detachedHead",
-            MergeError::HostSwitched { .. } => "hostSwitched",
-            MergeError::NoSuchBranch { .. } => "unknownRef",
-            MergeError::HostDirty { .. } => "hostDirty",
-            MergeError::Conflict { .. } | MergeError::Raced { .. } => "mergeConflict",
-            MergeError::Timeout { .. } => "mergeTimeout",
-            MergeError::Journal(_) => "io",
-            MergeError::Git(_) => "git",
+            MergeError::DetachedHost { .. } => crate::error::ErrorKind::DetachedHead,
+            MergeError::HostSwitched { .. } => crate::error::ErrorKind::HostSwitched,
+            MergeError::NoSuchBranch { .. } => crate::error::ErrorKind::UnknownRef,
+            MergeError::HostDirty { .. } => crate::error::ErrorKind::HostDirty,
+            MergeError::Conflict { .. } | MergeError::Raced { .. } => {
+                crate::error::ErrorKind::MergeConflict
+            }
+            MergeError::Timeout { .. } => crate::error::ErrorKind::MergeTimeout,
+            MergeError::Journal(_) => crate::error::ErrorKind::Io,
+            MergeError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

@@ -26,7 +26,7 @@ use git2::Repository;
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The path is not inside a git repository.
-    #[error("{} is not inside a git repository; pass --repo with a path inside one", path.display())]
+    #[error("{} is not inside a git repository", path.display())]
     NotARepository { path: PathBuf },
     /// The path does not exist or is not a directory.
     #[error("{} does not exist or is not a directory", path.display())]
@@ -41,11 +41,13 @@ pub enum OpenError {
 
 impl OpenError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            OpenError::NotARepository { .. } | OpenError::Bare { .. } => "notARepository",
-            OpenError::NoSuchPath { .. } => "invalidParams",
-            OpenError::Git(_) => "git",
+            OpenError::NotARepository { .. } | OpenError::Bare { .. } => {
+                crate::error::ErrorKind::NotARepository
+            }
+            OpenError::NoSuchPath { .. } => crate::error::ErrorKind::InvalidParams,
+            OpenError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

@@ -162,14 +162,16 @@ pub enum SourceError {
 
 impl SourceError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            SourceError::DetachedHead { .. } => "detachedHead",
-            SourceError::UnbornHead => "unbornHead",
-            SourceError::NoDefaultBranch { .. } => "noDefaultBranch",
-            SourceError::UnknownRef { .. } => "unknownRef",
-            SourceError::SourceBranchRequired { .. } => "sourceBranchRequired",
-            SourceError::Git(_) => "git",
+            SourceError::DetachedHead { .. } => crate::error::ErrorKind::DetachedHead,
+            SourceError::UnbornHead => crate::error::ErrorKind::UnbornHead,
+            SourceError::NoDefaultBranch { .. } => crate::error::ErrorKind::NoDefaultBranch,
+            SourceError::UnknownRef { .. } => crate::error::ErrorKind::UnknownRef,
+            SourceError::SourceBranchRequired { .. } => {
+                crate::error::ErrorKind::SourceBranchRequired
+            }
+            SourceError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 

@@ -50,9 +50,7 @@ impl ActiveSandbox {
                     cwd: &container_cwd,
                 },
             )
-            .map_err(|e| {
-                RunError::Invalid(format!("cannot hand the session to the sandbox: {e}"))
-            })?;
+            .map_err(RunError::Session)?;
         let mut builder = tar::Builder::new(Vec::new());
         for entry in std::fs::read_dir(&home_staging).map_err(|e| RunError::Io(e.to_string()))? {
             let entry = entry.map_err(|e| RunError::Io(e.to_string()))?;

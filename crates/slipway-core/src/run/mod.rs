@@ -26,6 +26,7 @@ use crate::worktree::lock::{BranchLock, LockError};
 use record::{EventLog, RunRecord, RunState};
 
 mod active;
+pub mod heard;
 mod place;
 pub mod private_git;
 mod process;
@@ -226,7 +227,7 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorInfo {
     /// Stable kind.
-    pub kind: String,
+    pub kind: crate::error::ErrorKind,
     /// What happened and what to do.
     pub message: String,
 }
@@ -285,6 +286,12 @@ pub struct RunResult {
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The request does not pass the plan's checks.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// The agent session to resume cannot be handed in.
+    #[error("cannot hand the session to the sandbox: {0}")]
+    Session(#[from] crate::agent::session::SessionError),
     /// The prompt cannot be used.
     #[error(transparent)]
     Prompt(#[from] PromptError),
@@ -307,7 +314,7 @@ pub enum RunError {
         mounts: Vec<(PathBuf, Vec<String>)>,
     },
     /// `--worktree` named nothing.
-    #[error("no slipway worktree matches '{0}'; see `slipway worktree list`")]
+    #[error("no slipway worktree matches '{0}'")]
     WorktreeNotFound(String),
     /// A hook failed.
     #[error("hook `{command}` ({stage}) failed with exit code {code}:\n{output}")]
@@ -358,25 +365,28 @@ pub enum RunError {
 
 impl RunError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            RunError::Prompt(PromptError::MissingArgs { .. }) => "missingPromptArgs",
-            RunError::Prompt(_) | RunError::Agent(_) | RunError::Invalid(_) => "invalidParams",
-            RunError::Outdated(_) => "outdatedState",
-            RunError::InvalidBranch(_) => "invalidBranchName",
+            RunError::Plan(e) => crate::error::Failure::kind(e),
+            RunError::Session(e) => e.kind(),
+            RunError::Prompt(e) => crate::plan::prompt_kind(e),
+            RunError::Agent(e) => e.kind(),
+            RunError::Invalid(_) => crate::error::ErrorKind::InvalidParams,
+            RunError::Outdated(_) => crate::error::ErrorKind::OutdatedState,
+            RunError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             RunError::Worktree(e) => e.kind(),
-            RunError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
-            RunError::BranchInUse(_) | RunError::Io(_) => "io",
-            RunError::WorktreeNotFound(_) => "worktreeNotFound",
-            RunError::SourcesRequired { .. } => "sourceBranchRequired",
-            RunError::Hook { .. } => "hookFailed",
-            RunError::HookTimeout { .. } => "hookTimeout",
-            RunError::IdleTimeout { .. } => "idleTimeout",
-            RunError::AgentFailed { .. } => "agentFailed",
-            RunError::Cancelled => "cancelled",
+            RunError::BranchInUse(LockError::InUse { .. }) => crate::error::ErrorKind::BranchInUse,
+            RunError::BranchInUse(_) | RunError::Io(_) => crate::error::ErrorKind::Io,
+            RunError::WorktreeNotFound(_) => crate::error::ErrorKind::WorktreeNotFound,
+            RunError::SourcesRequired { .. } => crate::error::ErrorKind::SourceBranchRequired,
+            RunError::Hook { .. } => crate::error::ErrorKind::HookFailed,
+            RunError::HookTimeout { .. } => crate::error::ErrorKind::HookTimeout,
+            RunError::IdleTimeout { .. } => crate::error::ErrorKind::IdleTimeout,
+            RunError::AgentFailed { .. } => crate::error::ErrorKind::AgentFailed,
+            RunError::Cancelled => crate::error::ErrorKind::Cancelled,
             RunError::Merge(e) => e.kind(),
-            RunError::Sandbox(_) => "sandbox",
-            RunError::Git(_) => "git",
+            RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
+            RunError::Git(_) => crate::error::ErrorKind::Git,
             RunError::PrivateGit(e) => e.kind(),
         }
     }
@@ -427,14 +437,14 @@ pub type EventSink = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 #[derive(Debug, thiserror::Error)]
 pub enum CancelError {
     /// No record of that run.
-    #[error("no run '{0}' in this repository; see `slipway worktree list` for running runs")]
+    #[error("no run '{0}' in this repository")]
     UnknownRun(String),
 }
 
 impl CancelError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
-        "unknownRun"
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::ErrorKind::UnknownRun
     }
 }
 
@@ -617,6 +627,7 @@ pub async fn run(
             Err(failure) => failure.result.warnings.push(warning),
         }
     }
+    heard::ended(&slipway_dir, &record.run_id);
     outcome
 }
 
@@ -672,7 +683,7 @@ async fn run_recorded(
         ctx.log.line(&format!("[slipway] failed: {error}"));
         ctx.result.status = error.status();
         ctx.result.error = Some(ErrorInfo {
-            kind: error.kind().to_owned(),
+            kind: error.kind(),
             message: error.to_string(),
         });
         Err(RunFailure {
@@ -681,40 +692,15 @@ async fn run_recorded(
         })
     };
 
-    // Everything that can be checked is checked before anything is created.
-    let prompt = match Prompt::load(&request.prompt, host.root()) {
-        Ok(p) => p,
+    // Everything that can be checked is checked before anything is created,
+    // by the same checks every edge's plan ends with.
+    let (prompt, agent) = match crate::plan::check(host, &request) {
+        Ok(checked) => {
+            ctx.result.warnings.extend(checked.warnings);
+            (checked.prompt, checked.agent)
+        }
         Err(e) => return fail(ctx, e.into()),
     };
-    if matches!(request.prompt, PromptSource::Inline(_)) && !request.prompt_args.is_empty() {
-        return fail(ctx, PromptError::ArgsWithInline.into());
-    }
-    match prompt.check_args(&request.prompt_args) {
-        Ok(warnings) => ctx.result.warnings.extend(warnings),
-        Err(e) => return fail(ctx, e.into()),
-    }
-    let agent = match request.agent.build() {
-        Ok(a) => a,
-        Err(e) => return fail(ctx, e.into()),
-    };
-    if request.max_iterations == 0 {
-        return fail(
-            ctx,
-            RunError::Invalid("--max-iterations must be at least 1".into()),
-        );
-    }
-    if request
-        .completion_signals
-        .iter()
-        .any(|s| s.trim().is_empty())
-    {
-        return fail(
-            ctx,
-            RunError::Invalid(
-                "a completion signal cannot be empty (it would match every line); give the text the agent prints when it is done".into(),
-            ),
-        );
-    }
 
     let mut request = request;
     if let Some(id) = request.sandbox_id.clone() {

@@ -86,12 +86,12 @@ pub enum RunGitError {
 
 impl RunGitError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            RunGitError::Dir(_) => "io",
+            RunGitError::Dir(_) => crate::error::ErrorKind::Io,
             RunGitError::Import { source, .. } => source.kind(),
-            RunGitError::Journal(_) => "io",
-            RunGitError::Git(_) => "git",
+            RunGitError::Journal(_) => crate::error::ErrorKind::Io,
+            RunGitError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

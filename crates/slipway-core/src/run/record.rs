@@ -47,9 +47,6 @@ pub struct RunRecord {
     pub start_commit: Option<String>,
     /// The result, once finished.
     pub result: Option<RunResult>,
-    /// Whether an editor has been told that it finished.
-    #[serde(default)]
-    pub reported: bool,
 }
 
 /// The folder of run records.
@@ -79,7 +76,6 @@ impl RunRecord {
             worktree_path: None,
             start_commit: None,
             result: None,
-            reported: false,
         }
     }
 
@@ -138,6 +134,7 @@ impl RunRecord {
         if let Err(e) = self.save(slipway_dir) {
             tracing::warn!("cannot write the run record of {}: {e}", self.run_id);
         }
+        super::heard::ended(slipway_dir, &self.run_id);
         true
     }
 
@@ -166,7 +163,7 @@ impl RunRecord {
             warnings: Vec::new(),
             mounts: Vec::new(),
             error: Some(ErrorInfo {
-                kind: "runDied".into(),
+                kind: crate::error::ErrorKind::RunDied,
                 message,
             }),
         }

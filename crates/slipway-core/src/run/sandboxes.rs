@@ -110,10 +110,10 @@ pub async fn pause(host: &HostRepo, id: &str) -> Option<Paused> {
 
 impl SandboxesError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            SandboxesError::Unknown(_) => "unknownSandbox",
-            SandboxesError::NotAContainer => "invalidParams",
+            SandboxesError::Unknown(_) => crate::error::ErrorKind::UnknownSandbox,
+            SandboxesError::NotAContainer => crate::error::ErrorKind::InvalidParams,
             SandboxesError::Run(e) => e.kind(),
         }
     }

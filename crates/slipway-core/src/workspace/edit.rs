@@ -108,13 +108,13 @@ pub enum EditError {
 
 impl EditError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            EditError::UnknownMount { .. } => "unknownMount",
+            EditError::UnknownMount { .. } => crate::error::ErrorKind::UnknownMount,
             EditError::PolicyOnSharedMount { .. } | EditError::SharedWithPolicy { .. } => {
-                "policyOnSharedMount"
+                crate::error::ErrorKind::PolicyOnSharedMount
             }
-            _ => "invalidParams",
+            _ => crate::error::ErrorKind::InvalidParams,
         }
     }
 }

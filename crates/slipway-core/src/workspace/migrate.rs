@@ -19,8 +19,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Key, Table, Value};
 
 use super::validate::ValidationError;
 
-/// The schema version this slipway writes.
-pub const CURRENT_VERSION: u32 = 2;
+use super::CURRENT_VERSION;
 
 /// One migration step, from `from` to `from + 1`.
 pub struct Step {
@@ -171,7 +170,7 @@ fn v2_isolation(
     let Some(item) = table.get("isolated") else {
         return Ok(None);
     };
-    let label = super::schema::raw_label(table, index);
+    let label = super::items::raw_label(table, index);
     let Some(isolated) = item.as_bool() else {
         return Err(ValidationError::WrongType {
             file: file.to_path_buf(),
@@ -198,7 +197,7 @@ fn v2_isolation(
 fn v1_to_v2(doc: &mut DocumentMut, file: &Path) -> Result<(), ValidationError> {
     if let Some(item) = doc.get_mut("mounts") {
         // Check every mount first, so an error leaves the document untouched.
-        let plan: Vec<Option<Value>> = super::schema::mount_tables(item, file)?
+        let plan: Vec<Option<Value>> = super::items::mount_tables(item, file)?
             .into_iter()
             .enumerate()
             .map(|(i, t)| v2_isolation(t, i, file))

@@ -15,9 +15,13 @@
 //! the migrated file. Every edit goes through a `toml_edit` document, so
 //! comments, order and keys slipway does not know survive a read → write.
 
+mod defaults;
 pub mod edit;
+mod items;
 pub mod migrate;
+mod names;
 mod schema;
+mod store;
 pub mod validate;
 
 use std::ffi::OsStr;
@@ -31,74 +35,20 @@ use toml_edit::DocumentMut;
 use crate::git::policy::SourcePolicy;
 use crate::run::workspace::{MountPlan, WorkspacePlan};
 
+pub use defaults::{HookDefaults, RunDefaults};
 pub use edit::{EditError, EditRequest, MountArg};
-pub use migrate::CURRENT_VERSION;
+pub use names::{AGENT_NAMES, Isolation, SandboxKind, StrategyKind, UnknownIsolation, parse_agent};
+use store::read_file;
+pub use store::{
+    WorkspaceEntry, WorkspaceStore, check_name, list, workspaces_dir, workspaces_dir_from,
+};
+
+/// The schema version this slipway writes.
+pub const CURRENT_VERSION: u32 = 2;
 pub use validate::ValidationError;
 
 /// The file name of a repository's own defaults, at its root.
 pub const REPO_FILE_NAME: &str = "slipway.toml";
-
-/// How a mount reaches the container.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Isolation {
-    /// The host folder itself is mounted (writes land in the host checkout).
-    Shared,
-    /// A private git worktree of the host repository (host refs visible).
-    Worktree,
-    /// A private local clone (refs isolated until brought back).
-    Clone,
-}
-
-impl Isolation {
-    /// The name files, JSON and the command line use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Isolation::Shared => "shared",
-            Isolation::Worktree => "worktree",
-            Isolation::Clone => "clone",
-        }
-    }
-
-    /// `worktree` and `clone` give the agent a private checkout.
-    pub fn is_isolated(self) -> bool {
-        !matches!(self, Isolation::Shared)
-    }
-}
-
-impl fmt::Display for Isolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl From<Isolation> for crate::run::workspace::Isolation {
-    fn from(i: Isolation) -> Self {
-        match i {
-            Isolation::Shared => crate::run::workspace::Isolation::Shared,
-            Isolation::Worktree => crate::run::workspace::Isolation::Worktree,
-            Isolation::Clone => crate::run::workspace::Isolation::Clone,
-        }
-    }
-}
-
-/// An isolation name that is none of `shared`, `worktree`, `clone`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown isolation '{0}'; use shared, worktree or clone")]
-pub struct UnknownIsolation(pub String);
-
-impl FromStr for Isolation {
-    type Err = UnknownIsolation;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "shared" => Ok(Isolation::Shared),
-            "worktree" => Ok(Isolation::Worktree),
-            "clone" => Ok(Isolation::Clone),
-            other => Err(UnknownIsolation(other.to_owned())),
-        }
-    }
-}
 
 /// One host folder and where the container sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,162 +82,6 @@ impl Mount {
     /// The mount's name in messages: its container path.
     pub fn label(&self) -> String {
         self.dst.display().to_string()
-    }
-}
-
-/// Where a run's agent runs, as a workspace file names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxKind {
-    /// A host process.
-    None,
-    /// A Docker container with bind mounts.
-    Docker,
-    /// A Docker container with code copied in and out.
-    DockerIsolated,
-}
-
-impl SandboxKind {
-    /// Every kind, in the order messages list them.
-    pub const ALL: [SandboxKind; 3] = [
-        SandboxKind::None,
-        SandboxKind::Docker,
-        SandboxKind::DockerIsolated,
-    ];
-
-    /// The name files and the command line use.
-    pub fn name(self) -> &'static str {
-        match self {
-            SandboxKind::None => "none",
-            SandboxKind::Docker => "docker",
-            SandboxKind::DockerIsolated => "docker-isolated",
-        }
-    }
-
-    /// Parses `none`, `docker`, `docker-isolated` (or `docker_isolated`).
-    pub fn parse(s: &str) -> Option<SandboxKind> {
-        let s = s.replace('_', "-");
-        SandboxKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-}
-
-/// Where the agent's commits land, as a workspace file names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StrategyKind {
-    /// Straight into the host checkout.
-    Head,
-    /// A temporary branch merged back into the host's current branch.
-    MergeToHead,
-    /// A named branch, kept.
-    Branch,
-}
-
-impl StrategyKind {
-    /// Every strategy, in the order messages list them.
-    pub const ALL: [StrategyKind; 3] = [
-        StrategyKind::Head,
-        StrategyKind::MergeToHead,
-        StrategyKind::Branch,
-    ];
-
-    /// The name files and the command line use.
-    pub fn name(self) -> &'static str {
-        match self {
-            StrategyKind::Head => "head",
-            StrategyKind::MergeToHead => "merge-to-head",
-            StrategyKind::Branch => "branch",
-        }
-    }
-
-    /// Parses `head`, `merge-to-head` (or `merge_to_head`), `branch`.
-    pub fn parse(s: &str) -> Option<StrategyKind> {
-        let s = s.replace('_', "-");
-        StrategyKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-}
-
-/// The agent names a workspace file may use (as the command line spells them).
-pub const AGENT_NAMES: [&str; 7] = [
-    "command",
-    "claude-code",
-    "codex",
-    "opencode",
-    "pi",
-    "cursor",
-    "copilot",
-];
-
-/// Normalises an agent name (`claude_code` → `claude-code`), or `None` when unknown.
-pub fn parse_agent(s: &str) -> Option<&'static str> {
-    let s = s.replace('_', "-");
-    AGENT_NAMES.into_iter().find(|n| *n == s)
-}
-
-/// Commands run before the agent: `hooks.host.on_worktree_ready` and
-/// `hooks.sandbox.on_sandbox_ready`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HookDefaults {
-    /// Run on the host, in the checkout, before the sandbox starts.
-    pub host_on_worktree_ready: Vec<String>,
-    /// Run inside the sandbox before the agent.
-    pub sandbox_on_sandbox_ready: Vec<String>,
-}
-
-impl HookDefaults {
-    /// No hooks at all.
-    pub fn is_empty(&self) -> bool {
-        self.host_on_worktree_ready.is_empty() && self.sandbox_on_sandbox_ready.is_empty()
-    }
-}
-
-/// Run defaults a workspace (or a repository's `slipway.toml`) carries; the
-/// command line overrides each of them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunDefaults {
-    /// The agent (`claude-code`, `codex`, …, or `command`).
-    pub agent: Option<String>,
-    /// Where the agent runs.
-    pub sandbox: Option<SandboxKind>,
-    /// The container image of docker sandboxes.
-    pub image: Option<String>,
-    /// Where the agent's commits land.
-    pub strategy: Option<StrategyKind>,
-    /// Hooks.
-    pub hooks: HookDefaults,
-    /// Host paths (globs) copied into each new private checkout.
-    pub copy_to_worktree: Vec<String>,
-}
-
-impl RunDefaults {
-    /// These defaults, with each unset field taken from `fallback` (e.g. a
-    /// workspace's defaults over its repository's `slipway.toml`).
-    pub fn or(&self, fallback: &RunDefaults) -> RunDefaults {
-        RunDefaults {
-            agent: self.agent.clone().or_else(|| fallback.agent.clone()),
-            sandbox: self.sandbox.or(fallback.sandbox),
-            image: self.image.clone().or_else(|| fallback.image.clone()),
-            strategy: self.strategy.or(fallback.strategy),
-            hooks: HookDefaults {
-                host_on_worktree_ready: if self.hooks.host_on_worktree_ready.is_empty() {
-                    fallback.hooks.host_on_worktree_ready.clone()
-                } else {
-                    self.hooks.host_on_worktree_ready.clone()
-                },
-                sandbox_on_sandbox_ready: if self.hooks.sandbox_on_sandbox_ready.is_empty() {
-                    fallback.hooks.sandbox_on_sandbox_ready.clone()
-                } else {
-                    self.hooks.sandbox_on_sandbox_ready.clone()
-                },
-            },
-            copy_to_worktree: if self.copy_to_worktree.is_empty() {
-                fallback.copy_to_worktree.clone()
-            } else {
-                self.copy_to_worktree.clone()
-            },
-        }
     }
 }
 
@@ -398,190 +192,18 @@ impl From<EditError> for WorkspaceError {
 
 impl WorkspaceError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            WorkspaceError::Io { .. } => "io",
-            WorkspaceError::Syntax { .. } => "workspaceSyntax",
-            WorkspaceError::NotFound { .. } => "workspaceNotFound",
-            WorkspaceError::AlreadyExists { .. } => "workspaceExists",
-            WorkspaceError::InvalidName { .. } => "invalidWorkspaceName",
-            WorkspaceError::NoConfigDir => "noConfigDir",
+            WorkspaceError::Io { .. } => crate::error::ErrorKind::Io,
+            WorkspaceError::Syntax { .. } => crate::error::ErrorKind::WorkspaceSyntax,
+            WorkspaceError::NotFound { .. } => crate::error::ErrorKind::WorkspaceNotFound,
+            WorkspaceError::AlreadyExists { .. } => crate::error::ErrorKind::WorkspaceExists,
+            WorkspaceError::InvalidName { .. } => crate::error::ErrorKind::InvalidWorkspaceName,
+            WorkspaceError::NoConfigDir => crate::error::ErrorKind::NoConfigDir,
             WorkspaceError::Invalid(e) => e.kind(),
             WorkspaceError::Edit(e) => e.kind(),
         }
     }
-}
-
-/// The folder of named workspaces, from the process environment:
-/// `$XDG_CONFIG_HOME/slipway/workspaces`, else `$HOME/.config/slipway/workspaces`.
-pub fn workspaces_dir() -> Result<PathBuf, WorkspaceError> {
-    workspaces_dir_from(
-        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
-        std::env::var_os("HOME").as_deref(),
-    )
-    .ok_or(WorkspaceError::NoConfigDir)
-}
-
-/// The folder of named workspaces for the given `XDG_CONFIG_HOME` and `HOME`
-/// values. A relative or empty `XDG_CONFIG_HOME` is ignored, as the XDG base
-/// directory specification says.
-pub fn workspaces_dir_from(
-    xdg_config_home: Option<&OsStr>,
-    home: Option<&OsStr>,
-) -> Option<PathBuf> {
-    let config = match xdg_config_home.map(Path::new) {
-        Some(x) if x.is_absolute() => x.to_path_buf(),
-        _ => {
-            let home = home.map(Path::new).filter(|h| !h.as_os_str().is_empty())?;
-            home.join(".config")
-        }
-    };
-    Some(config.join("slipway").join("workspaces"))
-}
-
-/// Checks a workspace name: 1 to 64 of `[A-Za-z0-9._-]`, starting with a letter or digit.
-pub fn check_name(name: &str) -> Result<(), WorkspaceError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err(WorkspaceError::InvalidName {
-            name: name.to_owned(),
-        })
-    }
-}
-
-/// A named workspace file found by [`WorkspaceStore::list`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WorkspaceEntry {
-    /// The workspace name (the file stem).
-    pub name: String,
-    /// The file.
-    pub path: PathBuf,
-}
-
-/// The folder of named workspaces.
-#[derive(Debug, Clone)]
-pub struct WorkspaceStore {
-    dir: PathBuf,
-}
-
-impl WorkspaceStore {
-    /// The store in `dir` (which need not exist yet).
-    pub fn new(dir: impl Into<PathBuf>) -> WorkspaceStore {
-        WorkspaceStore { dir: dir.into() }
-    }
-
-    /// The store of the process environment (see [`workspaces_dir`]).
-    pub fn from_env() -> Result<WorkspaceStore, WorkspaceError> {
-        Ok(WorkspaceStore::new(workspaces_dir()?))
-    }
-
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The file of workspace `name` (checked).
-    pub fn path_of(&self, name: &str) -> Result<PathBuf, WorkspaceError> {
-        check_name(name)?;
-        Ok(self.dir.join(format!("{name}.toml")))
-    }
-
-    /// Loads workspace `name` (migrated in memory; the file is not rewritten).
-    pub fn load(&self, name: &str) -> Result<Workspace, WorkspaceError> {
-        let path = self.path_of(name)?;
-        if !path.is_file() {
-            return Err(WorkspaceError::NotFound {
-                name: name.to_owned(),
-                path,
-            });
-        }
-        let text = read_file(&path)?;
-        Workspace::parse(&text, &path, FileKind::Named(name.to_owned()))
-    }
-
-    /// A new, empty workspace `name` in this store, refused when its file exists.
-    pub fn new_workspace(&self, name: &str) -> Result<Workspace, WorkspaceError> {
-        let path = self.path_of(name)?;
-        if path.exists() {
-            return Err(WorkspaceError::AlreadyExists {
-                name: name.to_owned(),
-                path,
-            });
-        }
-        Ok(Workspace::new(&path, FileKind::Named(name.to_owned())))
-    }
-
-    /// Every `<name>.toml` in the folder, sorted by name (none when the folder is missing).
-    pub fn list(&self) -> Result<Vec<WorkspaceEntry>, WorkspaceError> {
-        let read = match std::fs::read_dir(&self.dir) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(source) => {
-                return Err(WorkspaceError::Io {
-                    path: self.dir.clone(),
-                    source,
-                });
-            }
-        };
-        let mut entries = Vec::new();
-        for entry in read {
-            let entry = entry.map_err(|source| WorkspaceError::Io {
-                path: self.dir.clone(),
-                source,
-            })?;
-            let path = entry.path();
-            let Some(name) = path
-                .file_name()
-                .and_then(OsStr::to_str)
-                .and_then(|f| f.strip_suffix(".toml"))
-            else {
-                continue;
-            };
-            if check_name(name).is_ok() && path.is_file() {
-                entries.push(WorkspaceEntry {
-                    name: name.to_owned(),
-                    path: path.clone(),
-                });
-            }
-        }
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(entries)
-    }
-
-    /// Removes workspace `name`'s file; returns its path.
-    pub fn remove(&self, name: &str) -> Result<PathBuf, WorkspaceError> {
-        let path = self.path_of(name)?;
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(WorkspaceError::NotFound {
-                name: name.to_owned(),
-                path,
-            }),
-            Err(source) => Err(WorkspaceError::Io { path, source }),
-        }
-    }
-}
-
-/// Every named workspace of the process environment's store.
-pub fn list() -> Result<Vec<WorkspaceEntry>, WorkspaceError> {
-    WorkspaceStore::from_env()?.list()
-}
-
-fn read_file(path: &Path) -> Result<String, WorkspaceError> {
-    std::fs::read_to_string(path).map_err(|source| WorkspaceError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 impl Workspace {

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{Array, ArrayOfTables, DocumentMut, Item, Table, TableLike, Value};
 
+use super::items::{TOP, mount_tables, raw_label, wrong_type};
 use super::validate::ValidationError;
 use super::{
     HookDefaults, Isolation, Mount, RunDefaults, SandboxKind, StrategyKind, Workspace, parse_agent,
@@ -68,18 +69,6 @@ pub(crate) struct Content {
 /// Where in the file a key is, for messages: `top level`, `mount /work/app`, `[hooks.host]`.
 fn mount_at(label: &str) -> String {
     format!("mount {label}")
-}
-
-const TOP: &str = "top level";
-
-fn wrong_type(file: &Path, at: &str, key: &str, expected: &str, found: &Item) -> ValidationError {
-    ValidationError::WrongType {
-        file: file.to_path_buf(),
-        at: at.to_owned(),
-        key: key.to_owned(),
-        expected: expected.to_owned(),
-        found: found.type_name().to_owned(),
-    }
 }
 
 fn get_str(
@@ -143,38 +132,6 @@ fn unknown_value(file: &Path, at: &str, key: &str, value: &str, expected: &str) 
         value: value.to_owned(),
         expected: expected.to_owned(),
     }
-}
-
-/// The mounts item as a list of table-likes (`[[mounts]]` or `mounts = [{…}]`).
-pub(crate) fn mount_tables<'a>(
-    item: &'a Item,
-    file: &Path,
-) -> Result<Vec<&'a dyn TableLike>, ValidationError> {
-    let expected = "a list of tables ([[mounts]])";
-    if let Some(aot) = item.as_array_of_tables() {
-        return Ok(aot.iter().map(|t| t as &dyn TableLike).collect());
-    }
-    if let Some(array) = item.as_array() {
-        return array
-            .iter()
-            .map(|v| {
-                v.as_inline_table()
-                    .map(|t| t as &dyn TableLike)
-                    .ok_or_else(|| wrong_type(file, TOP, "mounts", expected, item))
-            })
-            .collect();
-    }
-    Err(wrong_type(file, TOP, "mounts", expected, item))
-}
-
-/// A mount's label before it is fully read: its dst, else its src, else `#N`.
-pub(crate) fn raw_label(table: &dyn TableLike, index: usize) -> String {
-    table
-        .get("dst")
-        .and_then(Item::as_str)
-        .or_else(|| table.get("src").and_then(Item::as_str))
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("#{}", index + 1))
 }
 
 fn resolve(path: String, base: Option<&Path>) -> PathBuf {
@@ -450,7 +407,7 @@ fn set_list(table: &mut dyn TableLike, key: &str, old: &[String], new: &[String]
 pub(crate) fn write(doc: &mut DocumentMut, ws: &Workspace, base: Option<&Path>) {
     let old = read(doc, Path::new(""), base).unwrap_or_default();
     let root = doc.as_table_mut();
-    let version = i64::from(super::migrate::CURRENT_VERSION);
+    let version = i64::from(super::CURRENT_VERSION);
     if root.get("version").and_then(Item::as_integer) != Some(version) {
         set(root, "version", Value::from(version));
     }

@@ -285,34 +285,48 @@ pub enum ValidationError {
 
 impl ValidationError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            ValidationError::BadVersion { .. } => "badVersion",
-            ValidationError::VersionTooNew { .. } => "versionTooNew",
-            ValidationError::WrongType { .. } => "wrongType",
-            ValidationError::UnknownValue { .. } => "unknownValue",
-            ValidationError::MissingSrc { .. } => "missingSrc",
-            ValidationError::ConflictingKeys { .. } => "conflictingKeys",
-            ValidationError::SourceBranchWithoutNamed { .. } => "sourceBranchWithoutNamed",
-            ValidationError::NamedWithoutSourceBranch { .. } => "namedWithoutSourceBranch",
-            ValidationError::PolicyOnSharedMount { .. } => "policyOnSharedMount",
-            ValidationError::SrcNotAbsolute { .. } => "srcNotAbsolute",
-            ValidationError::SrcMissing { .. } => "srcMissing",
-            ValidationError::DstNotAbsolute { .. } => "dstNotAbsolute",
-            ValidationError::DstIsRoot { .. } => "dstIsRoot",
-            ValidationError::DuplicateDst { .. } => "duplicateDst",
-            ValidationError::WorkdirNotAbsolute { .. } => "workdirNotAbsolute",
-            ValidationError::WorkdirNotCovered { .. } => "workdirNotCovered",
-            ValidationError::NoMounts { .. } => "noMounts",
-            ValidationError::NotARepository { .. } => "notARepository",
-            ValidationError::NotRepositoryRoot { .. } => "notRepositoryRoot",
-            ValidationError::BareRepository { .. } => "bareRepository",
-            ValidationError::ReadonlyIsolated { .. } => "readonlyIsolatedMount",
+            ValidationError::BadVersion { .. } => crate::error::ErrorKind::BadVersion,
+            ValidationError::VersionTooNew { .. } => crate::error::ErrorKind::VersionTooNew,
+            ValidationError::WrongType { .. } => crate::error::ErrorKind::WrongType,
+            ValidationError::UnknownValue { .. } => crate::error::ErrorKind::UnknownValue,
+            ValidationError::MissingSrc { .. } => crate::error::ErrorKind::MissingSrc,
+            ValidationError::ConflictingKeys { .. } => crate::error::ErrorKind::ConflictingKeys,
+            ValidationError::SourceBranchWithoutNamed { .. } => {
+                crate::error::ErrorKind::SourceBranchWithoutNamed
+            }
+            ValidationError::NamedWithoutSourceBranch { .. } => {
+                crate::error::ErrorKind::NamedWithoutSourceBranch
+            }
+            ValidationError::PolicyOnSharedMount { .. } => {
+                crate::error::ErrorKind::PolicyOnSharedMount
+            }
+            ValidationError::SrcNotAbsolute { .. } => crate::error::ErrorKind::SrcNotAbsolute,
+            ValidationError::SrcMissing { .. } => crate::error::ErrorKind::SrcMissing,
+            ValidationError::DstNotAbsolute { .. } => crate::error::ErrorKind::DstNotAbsolute,
+            ValidationError::DstIsRoot { .. } => crate::error::ErrorKind::DstIsRoot,
+            ValidationError::DuplicateDst { .. } => crate::error::ErrorKind::DuplicateDst,
+            ValidationError::WorkdirNotAbsolute { .. } => {
+                crate::error::ErrorKind::WorkdirNotAbsolute
+            }
+            ValidationError::WorkdirNotCovered { .. } => crate::error::ErrorKind::WorkdirNotCovered,
+            ValidationError::NoMounts { .. } => crate::error::ErrorKind::NoMounts,
+            ValidationError::NotARepository { .. } => crate::error::ErrorKind::NotARepository,
+            ValidationError::NotRepositoryRoot { .. } => crate::error::ErrorKind::NotRepositoryRoot,
+            ValidationError::BareRepository { .. } => crate::error::ErrorKind::BareRepository,
+            ValidationError::ReadonlyIsolated { .. } => {
+                crate::error::ErrorKind::ReadonlyIsolatedMount
+            }
             ValidationError::NestedIsolatedSrc { .. }
-            | ValidationError::NestedIsolatedDst { .. } => "nestedIsolatedMounts",
-            ValidationError::TwoWorktreesOfOneRepository { .. } => "twoWorktreesOfOneRepository",
-            ValidationError::HostRepoBusy { .. } => "hostRepoBusy",
-            ValidationError::Git { .. } => "git",
+            | ValidationError::NestedIsolatedDst { .. } => {
+                crate::error::ErrorKind::NestedIsolatedMounts
+            }
+            ValidationError::TwoWorktreesOfOneRepository { .. } => {
+                crate::error::ErrorKind::TwoWorktreesOfOneRepository
+            }
+            ValidationError::HostRepoBusy { .. } => crate::error::ErrorKind::HostRepoBusy,
+            ValidationError::Git { .. } => crate::error::ErrorKind::Git,
         }
     }
 

@@ -119,20 +119,24 @@ pub enum CreateError {
 
 impl CreateError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            CreateError::InvalidBranch(_) => "invalidBranchName",
+            CreateError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             CreateError::Source(e) => e.kind(),
-            CreateError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
-            CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => "io",
+            CreateError::BranchInUse(LockError::InUse { .. }) => {
+                crate::error::ErrorKind::BranchInUse
+            }
+            CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => {
+                crate::error::ErrorKind::Io
+            }
             CreateError::CheckedOutInHost { .. }
             | CreateError::CheckedOutElsewhere { .. }
-            | CreateError::BranchBusy { .. } => "branchCheckedOut",
-            CreateError::PathOccupied { .. } => "pathOccupied",
-            CreateError::Copy { .. } => "copyFailed",
+            | CreateError::BranchBusy { .. } => crate::error::ErrorKind::BranchCheckedOut,
+            CreateError::PathOccupied { .. } => crate::error::ErrorKind::PathOccupied,
+            CreateError::Copy { .. } => crate::error::ErrorKind::CopyFailed,
             CreateError::Record(e) => e.kind(),
-            CreateError::BadCopyPattern(_) => "invalidParams",
-            CreateError::Git(_) => "git",
+            CreateError::BadCopyPattern(_) => crate::error::ErrorKind::InvalidParams,
+            CreateError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 
@@ -316,13 +320,17 @@ pub enum CloseError {
 
 impl CloseError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            CloseError::NotFound { .. } => "worktreeNotFound",
-            CloseError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
-            CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => "io",
+            CloseError::NotFound { .. } => crate::error::ErrorKind::WorktreeNotFound,
+            CloseError::BranchInUse(LockError::InUse { .. }) => {
+                crate::error::ErrorKind::BranchInUse
+            }
+            CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => {
+                crate::error::ErrorKind::Io
+            }
             CloseError::Record(e) => e.kind(),
-            CloseError::Git(_) => "git",
+            CloseError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
 }

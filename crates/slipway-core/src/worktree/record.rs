@@ -106,10 +106,10 @@ pub enum RecordError {
 
 impl RecordError {
     /// Stable machine-readable kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            RecordError::Io { .. } => "io",
-            RecordError::Corrupt { .. } => "corruptRecord",
+            RecordError::Io { .. } => crate::error::ErrorKind::Io,
+            RecordError::Corrupt { .. } => crate::error::ErrorKind::CorruptRecord,
         }
     }
 }

@@ -105,7 +105,7 @@ local function call_with_source(root, command, request)
     if type(choices) ~= 'table' or #choices == 0 then
       async.fail(err.message)
     end
-    local b = pick.branch(root, { prompt = 'slipway: start from (' .. err.message .. ')', only = choices })
+    local b = pick.branch(root, { prompt = 'slipway: start from (' .. err.message .. ')', entries = choices })
     request.source = { policy = 'named', ref = b.name }
     result, err = lsp.call(root, command, request)
   end
@@ -180,6 +180,26 @@ local function leave_removed(path, root)
   end
 end
 
+--- What each strategy does, for the picker; which strategies there are is the sidecar's.
+---@param s string
+---@return string
+local function strategy_label(s)
+  return ({
+    ['merge-to-head'] = 'merge-to-head: a temporary branch merged into the current branch',
+    branch = 'branch: a named branch, kept',
+    head = 'head: straight into the host checkout',
+  })[s] or s
+end
+
+--- The strategies the sidecar accepts that give a worktree (`head` works in the host checkout).
+---@param root string
+---@return string[]
+local function worktree_strategies(root)
+  return vim.tbl_filter(function(s)
+    return s ~= 'head'
+  end, lsp.names(root, 'strategies'))
+end
+
 ---@type table<string, fun(args: slipway.CommandArgs): any>
 local flows = {}
 
@@ -187,13 +207,10 @@ local flows = {}
 function flows.new(args)
   local root = need_root()
   local strategy = args.strategy
-    or async.select({ 'branch', 'merge-to-head' }, {
+    or async.select(worktree_strategies(root), {
       prompt = 'slipway: strategy',
       kind = 'slipway.strategy',
-      format_item = function(s)
-        return s == 'branch' and 'branch: a named branch, kept'
-          or 'merge-to-head: a temporary branch merged into the current branch'
-      end,
+      format_item = strategy_label,
     })
   local branch = args.branch
   if strategy == 'branch' and not branch then
@@ -252,13 +269,9 @@ function flows.agent(args)
   local root = need_root()
   local agent = need_agent()
   local w = current_or_pick(args, root, 'slipway: run the agent in')
-  -- Creating for an existing branch re-uses its worktree and answers with the command line.
-  local result = lsp.must(root, 'slipway.createWorktree', {
-    root = root,
-    strategy = 'branch',
-    branch = w.branch,
-    agent = agent,
-  })
+  -- The worktree's status with `agent` carries the agent's command line there;
+  -- nothing is created and no branch lock is taken.
+  local result = lsp.must(root, 'slipway.status', { path = w.path, agent = agent })
   local ic = result.interactiveCommand
   if type(ic) ~= 'table' or type(ic.argv) ~= 'table' then
     async.fail('the sidecar gave no interactive command for agent ' .. agent.type)
@@ -307,16 +320,10 @@ function flows.run(args)
   local root = need_root()
   local agent = need_agent()
   local strategy = args.strategy
-    or async.select({ 'merge-to-head', 'branch', 'head' }, {
+    or async.select(lsp.names(root, 'strategies'), {
       prompt = 'slipway: strategy',
       kind = 'slipway.strategy',
-      format_item = function(s)
-        return ({
-          ['merge-to-head'] = 'merge-to-head: a temporary branch merged into the current branch',
-          branch = 'branch: a named branch, kept',
-          head = 'head: straight into the host checkout',
-        })[s]
-      end,
+      format_item = strategy_label,
     })
   local branch = args.branch
   if strategy == 'branch' and not branch then
@@ -391,25 +398,6 @@ local function list_workspaces(root)
   return cli_json({ 'workspace', 'list', '--json' }).workspaces or {}
 end
 
---- The host folder of the mount the workspace's workdir is in (the deepest `dst` covering it).
----@param ws slipway.Workspace
----@return string?
-local function workdir_src(ws)
-  local best, depth = nil, -1
-  for _, m in ipairs(ws.mounts or {}) do
-    local dst = m.dst
-    if ws.workdir and (ws.workdir == dst or vim.startswith(ws.workdir, dst:gsub('/$', '') .. '/')) then
-      if #dst > depth then
-        best, depth = m.src, #dst
-      end
-    end
-  end
-  if not best and ws.mounts and ws.mounts[1] then
-    best = ws.mounts[1].src
-  end
-  return best
-end
-
 --- `workspace`: an unattended run on a workspace; one branch picker per `ask` mount, in order.
 function flows.workspace(args)
   local here = util.repo_root()
@@ -453,19 +441,16 @@ function flows.workspace(args)
       end,
     })
   end
-  if type(ws.mounts) ~= 'table' then
-    -- The CLI's list gives only a count; `show` gives the mounts.
-    ws = cli_json({ 'workspace', 'show', ws.name, '--json' })
-    ws.workdir = ws.effectiveWorkdir or ws.workdir
-  end
-  local root = here or (workdir_src(ws) and util.repo_root(workdir_src(ws)))
+  -- Which repository a workspace runs in is the sidecar's decision
+  -- (`repository` of `slipway.workspaces`); the request names none.
+  local root = ws.repository or here
   if not root then
-    async.fail('no repository to run from: open a file of a repository, or give the workspace a workdir mount')
+    async.fail('no repository to run from: the workspace ' .. ws.name .. ' has no mount that is a git repository')
   end
   local agent = need_agent()
   local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
+  -- The sandbox is the workspace's (or its repository's slipway.toml) unless configured.
   local request = {
-    root = root,
     workspace = ws.name,
     agent = agent,
     sandbox = config.get().sandbox,
@@ -479,13 +464,22 @@ function flows.workspace(args)
     end
     local sources = vim.empty_dict()
     for _, m in ipairs(mounts) do
-      local choices = type(m.choices) == 'table' and m.choices or {}
-      if #choices == 0 then
+      -- Each choice is a whole branch entry: its details need no second request.
+      local entries = type(m.choices) == 'table' and m.choices or {}
+      if #entries == 0 then
         async.fail(('no branch to start %s from (%s)'):format(m.dst, err.message))
       end
-      local ref = async.select(choices, {
+      local by_name, names = {}, {}
+      for _, b in ipairs(entries) do
+        by_name[b.name] = b
+        names[#names + 1] = b.name
+      end
+      local ref = async.select(names, {
         prompt = ('slipway: start %s from'):format(m.dst),
         kind = 'slipway.mount_branch',
+        format_item = function(name)
+          return pick.format_branch(by_name[name])
+        end,
       })
       sources[m.dst] = { policy = 'named', ref = ref }
     end
@@ -653,11 +647,23 @@ M.keys = {
   problems = {},
 }
 
+--- The values each `key=` completes to; strategies and policies are what a
+--- running sidecar accepts (none before one runs).
 local values = {
-  strategy = { 'branch', 'merge-to-head', 'head' },
-  source = { 'host_head', 'current_branch', 'default', 'ask', 'named:' },
-  how = { 'tab', 'window', 'cd' },
-  open = { 'true', 'false' },
+  strategy = function()
+    return lsp.known_names('strategies')
+  end,
+  source = function()
+    return vim.tbl_map(function(p)
+      return p == 'named' and 'named:' or p
+    end, lsp.known_names('policies'))
+  end,
+  how = function()
+    return { 'tab', 'window', 'cd' }
+  end,
+  open = function()
+    return { 'true', 'false' }
+  end,
 }
 
 --- Runs one subcommand as a flow.
@@ -737,7 +743,7 @@ function M.complete(arglead, cmdline)
     if key and values[key] then
       candidates = vim.tbl_map(function(v)
         return key .. '=' .. v
-      end, values[key])
+      end, values[key]())
     else
       candidates = M.keys[sub] or {}
     end

@@ -26,7 +26,7 @@
 ---@field open? slipway.OpenHow how `:Slipway open` opens a worktree (default `tab`)
 ---@field open_after_new? boolean open a worktree right after `:Slipway new` creates it (default true)
 ---@field agent? slipway.AgentSpec the agent of `handoff`, `run` and `agent` (no default)
----@field sandbox? slipway.SandboxSpec where unattended runs happen (default `{ type = 'none' }`)
+---@field sandbox? slipway.SandboxSpec where unattended runs happen (default: the workspace's or the repository's `slipway.toml`, else `{ type = 'none' }`)
 ---@field terminal? slipway.TerminalHow where `:Slipway agent` opens its terminal (default `vsplit`)
 ---@field copy? string[] globs copied from the host into each new worktree
 ---@field source? string|table source policy of `new` and `run` (`default`, `named:REF`, …); nil asks each time
@@ -41,7 +41,7 @@ M.defaults = {
   open = 'tab',
   open_after_new = true,
   agent = nil,
-  sandbox = { type = 'none' },
+  sandbox = nil,
   terminal = 'vsplit',
   copy = {},
   statusline = {

@@ -204,7 +204,7 @@ end
 ---@class slipway.RpcError
 ---@field code integer
 ---@field message string
----@field data? { kind: string, choices?: string[], worktreePath?: string }
+---@field data? { kind: string, choices?: slipway.Branch[], mounts?: { dst: string, choices: slipway.Branch[] }[], worktreePath?: string }
 
 --- Runs a sidecar command for the repository at `root`.
 --- `cb(err, result)`: `err` is the JSON-RPC error (with `data.kind`) or `{ message = … }`.
@@ -240,6 +240,46 @@ function M.exec(root, command, args, cb)
       cb(nil, result)
     end)
   end)
+end
+
+--- The names the sidecar serving `root` accepts for `kind` (`agents`,
+--- `sandboxes`, `policies`, `strategies`, `landModes`), from its `initialize`
+--- answer (`capabilities.experimental.slipway`): the plugin keeps no lists. In a flow.
+---@param root string
+---@param kind string
+---@return string[]
+function M.names(root, kind)
+  local async = require('slipway.async')
+  local client, err = M.ensure(root)
+  if not client then
+    async.fail(err or 'no sidecar')
+  end
+  local ready_err = async.await(function(cb)
+    when_ready(client, cb)
+  end)
+  if ready_err then
+    async.fail(ready_err)
+  end
+  local caps = client.server_capabilities or {}
+  local names = caps.experimental and caps.experimental.slipway and caps.experimental.slipway[kind]
+  if type(names) ~= 'table' then
+    async.fail(('the sidecar does not say which %s it accepts; update the binary and the plugin together'):format(kind))
+  end
+  return names
+end
+
+--- What `names` gives, from any running slipway client, without waiting (for completion).
+---@param kind string
+---@return string[]
+function M.known_names(kind)
+  for _, client in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    local caps = client.server_capabilities or {}
+    local names = caps.experimental and caps.experimental.slipway and caps.experimental.slipway[kind]
+    if type(names) == 'table' then
+      return names
+    end
+  end
+  return {}
 end
 
 --- `exec` inside a flow (see `slipway.async`); returns `result` or `nil, err`.

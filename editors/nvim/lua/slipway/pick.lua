@@ -70,7 +70,7 @@ end
 
 ---@class slipway.BranchPickOpts
 ---@field prompt? string
----@field only? string[] restrict to these names (the `choices` of a `sourceBranchRequired` error), in their order
+---@field entries? slipway.Branch[] pick among these (the `choices` of a source error: whole branch entries) instead of listing the branches
 
 --- The branch picker, in a flow: Local and Remote sections, HEAD and default
 --- marked, a remote branch and a local one of the same name both shown.
@@ -79,24 +79,17 @@ end
 ---@return slipway.Branch
 function M.branch(root, opts)
   opts = opts or {}
-  local all = M.branches(root)
-  local items = all
-  if opts.only then
-    local by_name = {}
-    for _, b in ipairs(all) do
-      -- A local and a remote branch never share a full name (`x` vs `origin/x`).
-      by_name[b.name] = b
-    end
-    items = {}
-    local locals, remotes, others = {}, {}, {}
-    for _, name in ipairs(opts.only) do
-      local b = by_name[name] or { name = name, kind = 'other' }
-      local list = b.kind == 'local' and locals or b.kind == 'remote' and remotes or others
+  local items
+  if opts.entries then
+    -- The sidecar's choices are whole entries: no second `slipway.branches`.
+    local locals, remotes = {}, {}
+    for _, b in ipairs(opts.entries) do
+      local list = b.kind == 'remote' and remotes or locals
       list[#list + 1] = b
     end
-    vim.list_extend(items, locals)
-    vim.list_extend(items, remotes)
-    vim.list_extend(items, others)
+    items = vim.list_extend(locals, remotes)
+  else
+    items = M.branches(root)
   end
   if #items == 0 then
     async.fail('no branches to choose from in ' .. root)
@@ -160,21 +153,32 @@ end
 ---@field policy string
 ---@field label string
 
---- The source branch policies, as the picker offers them.
----@type slipway.PolicyItem[]
-M.policies = {
-  { policy = 'host_head', label = 'host_head: the exact commit of the host HEAD' },
-  { policy = 'current_branch', label = "current_branch: the tip of the host's current branch" },
-  { policy = 'default', label = 'default: origin/HEAD, else init.defaultBranch, else main' },
-  { policy = 'named', label = 'named: a local or remote-tracking branch (pick it)' },
-  { policy = 'ask', label = 'ask: let slipway list the choices' },
+--- What each source branch policy does, for the picker; which policies there
+--- are is the sidecar's (`lsp.names(root, 'policies')`).
+local policy_labels = {
+  host_head = 'host_head: the exact commit of the host HEAD',
+  current_branch = "current_branch: the tip of the host's current branch",
+  default = 'default: origin/HEAD, else init.defaultBranch, else main',
+  named = 'named: a local or remote-tracking branch (pick it)',
+  ask = 'ask: let slipway list the choices',
 }
+
+--- The source branch policies the sidecar accepts, as the picker offers them.
+---@param root string
+---@return slipway.PolicyItem[]
+function M.policies(root)
+  local items = {}
+  for _, name in ipairs(lsp.names(root, 'policies')) do
+    items[#items + 1] = { policy = name, label = policy_labels[name] or name }
+  end
+  return items
+end
 
 --- The source policy picker, in a flow; `named` opens the branch picker.
 ---@param root string
 ---@return table source a protocol `source` object
 function M.source(root)
-  local item = async.select(M.policies, {
+  local item = async.select(M.policies(root), {
     prompt = 'slipway: start from',
     kind = 'slipway.source',
     format_item = function(p)

@@ -5,8 +5,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { branchItems, choiceItems, closePreservedView, runFinishedView, statusView } from '../../src/model';
-import { COMMANDS, PROTOCOL_VERSION, progressToken, SlipwayError, type Source, withSourcePick } from '../../src/protocol';
+import { branchItems, closePreservedView, runFinishedView, statusView } from '../../src/model';
+import { COMMANDS, PROTOCOL_VERSION, progressToken, readVocabularies, SlipwayError, type Source, withSourcePick } from '../../src/protocol';
 import { type Fixture, makeFixture, writeCommittingAgent } from '../fixtures';
 import { Session } from './harness';
 
@@ -27,9 +27,16 @@ describe('slipway lsp, driven through the extension request builders', () => {
     fx.cleanup();
   });
 
-  it('advertises the ten commands and protocol 1', () => {
+  it('advertises the ten commands, protocol 1 and the names it accepts', () => {
     assert.deepEqual([...(init.capabilities.executeCommandProvider?.commands ?? [])].sort(), [...COMMANDS].sort());
     assert.equal(init.capabilities.experimental?.slipwayProtocol, PROTOCOL_VERSION);
+    const names = readVocabularies(init.capabilities.experimental);
+    assert.ok(names, JSON.stringify(init.capabilities.experimental));
+    assert.equal(names.protocol, PROTOCOL_VERSION);
+    assert.ok(names.agents.includes('claude-code') && names.agents.includes('command'), JSON.stringify(names));
+    assert.deepEqual(names.sandboxes, ['none', 'docker', 'docker-isolated']);
+    assert.deepEqual(names.strategies, ['head', 'merge-to-head', 'branch']);
+    assert.ok(names.policies.includes('ask') && names.policies.includes('host_head'), JSON.stringify(names));
   });
 
   it('pushes a first slipway/status for the workspace folder', async () => {
@@ -65,13 +72,15 @@ describe('slipway lsp, driven through the extension request builders', () => {
       { policy: 'ask' },
       (e) => {
         asked = e;
-        const pickable = choiceItems(e.data?.choices ?? [], undefined);
+        // The choices are whole entries: the picker needs no `slipway.branches`.
+        const pickable = branchItems(e.data?.choices ?? []);
         const remote = pickable.find((i) => i.type === 'branch' && i.ref === 'origin/feature/search');
         return Promise.resolve(remote?.type === 'branch' ? remote.ref : undefined);
       },
     );
     assert.equal(asked?.kind, 'sourceBranchRequired');
-    assert.ok(asked.data?.choices?.includes('origin/feature/search'));
+    const entry = asked.data?.choices?.find((b) => b.name === 'origin/feature/search');
+    assert.ok(entry && entry.kind === 'remote' && entry.commit === fx.rev('origin/feature/search'), JSON.stringify(asked.data));
     assert.ok(created);
     assert.equal(created.branch, 'feature/search-ui');
     assert.equal(created.baseCommit, fx.rev('origin/feature/search'));
@@ -211,7 +220,7 @@ describe('slipway lsp, driven through the extension request builders', () => {
     );
     await assert.rejects(
       session.api.resolveSource({ root: fx.repo, source: { policy: 'named', ref: 'feature/nope' } }),
-      (e: unknown) => e instanceof SlipwayError && e.kind === 'unknownRef' && (e.data?.choices ?? []).includes('origin/main'),
+      (e: unknown) => e instanceof SlipwayError && e.kind === 'unknownRef' && (e.data?.choices ?? []).some((b) => b.name === 'origin/main'),
     );
   });
 

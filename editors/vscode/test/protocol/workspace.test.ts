@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { mountPickSpecs, sourcesFromAnswers, workspaceItems, workspaceRoot } from '../../src/model';
+import { mountPickSpecs, sourcesFromAnswers, workspaceItems } from '../../src/model';
 import { type MountChoices, type MountSources, requests, SlipwayError, withMountSourcePicks, type WorkspaceInfo } from '../../src/protocol';
 import { type Fixture, makeFixture, slipwayBinary } from '../fixtures';
 import { Session } from './harness';
@@ -83,13 +83,13 @@ describe('Run Agent on Workspace, against the real slipway lsp', () => {
         ['/w/b', 'clone', 'ask'],
       ],
     );
-    assert.equal(fs.realpathSync(workspaceRoot(duo) ?? ''), a);
+    // The sidecar decides which repository a run on it uses: the workdir's mount.
+    assert.equal(fs.realpathSync(duo.repository ?? ''), a);
     assert.match(workspaceItems(workspaces).find((i) => i.workspace.name === 'duo')?.description ?? '', /2 mounts · 2 ask for a branch/);
   });
 
   it('asks for both mounts, then runs with the answers as sources', async () => {
     assert.ok(duo, 'the previous test found the workspace');
-    const root = workspaceRoot(duo) ?? a;
     const agent = {
       type: 'command' as const,
       command: ['sh', '-c', "echo ws > ws.txt && git add ws.txt && git commit -q -m 'agent: ws'"],
@@ -100,7 +100,7 @@ describe('Run Agent on Workspace, against the real slipway lsp', () => {
     const started = await withMountSourcePicks(
       (sources) => {
         sent.push(sources);
-        return session.api.run({ root, workspace: 'duo', sources, agent, sandbox: { type: 'none' }, prompt: 'p' });
+        return session.api.run({ workspace: 'duo', sources, agent, sandbox: { type: 'none' }, prompt: 'p' });
       },
       (mounts, e) => {
         asked = mounts;
@@ -120,8 +120,8 @@ describe('Run Agent on Workspace, against the real slipway lsp', () => {
       asked.map((m) => m.dst),
       ['/w/a', '/w/b'],
     );
-    assert.ok(asked[0].choices.includes('origin/release'), JSON.stringify(asked));
-    assert.ok(asked[1].choices.includes('main'), JSON.stringify(asked));
+    assert.ok(asked[0].choices.some((b) => b.name === 'origin/release'), JSON.stringify(asked));
+    assert.ok(asked[1].choices.some((b) => b.name === 'main'), JSON.stringify(asked));
     assert.deepEqual(
       mountPickSpecs(asked, 'duo').map((s) => s.title),
       ['Start /w/a from… (workspace duo)', 'Start /w/b from… (workspace duo)'],

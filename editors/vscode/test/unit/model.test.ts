@@ -5,7 +5,6 @@ import { describe, it } from 'node:test';
 import {
   agentFromSettings,
   branchItems,
-  choiceItems,
   closePreservedView,
   mountPickSpecs,
   relativeTime,
@@ -16,7 +15,6 @@ import {
   sourcesFromAnswers,
   statusView,
   workspaceItems,
-  workspaceRoot,
   worktreeItems,
 } from '../../src/model';
 import {
@@ -135,18 +133,6 @@ describe('branch QuickPick items from a slipway.branches answer', () => {
     assert.deepEqual(branchItems([], NOW), []);
   });
 
-  it('builds items for error choices, decorated when the branches are known', () => {
-    const decorated = choiceItems(['main', 'origin/main'], BRANCHES, NOW);
-    assert.deepEqual(
-      decorated.map((i) => i.label),
-      ['Local', '$(git-branch) main', 'Remote', '$(cloud) origin/main'],
-    );
-    const plain = choiceItems(['x', 'origin/y'], undefined, NOW);
-    assert.deepEqual(
-      plain.map((i) => (i.type === 'branch' ? i.ref : '')),
-      ['x', 'origin/y'],
-    );
-  });
 
   it('formats ages', () => {
     assert.equal(relativeTime(NOW - 30, NOW), 'just now');
@@ -284,32 +270,45 @@ describe('runFinished and close views', () => {
 });
 
 describe('settings to protocol values', () => {
+  // The names a sidecar advertises in `initialize` (the extension keeps no lists).
+  const AGENTS = ['command', 'claude-code', 'codex', 'opencode', 'pi', 'cursor', 'copilot'];
+  const SANDBOXES = ['none', 'docker', 'docker-isolated'];
+  const POLICIES = ['host_head', 'current_branch', 'default', 'named', 'ask'];
+
   it('builds the command agent, and refuses one without a program', () => {
-    assert.deepEqual(agentFromSettings({ type: 'command', command: ['sh', '-c', 'x'], model: 'm', effort: '' }), {
+    assert.deepEqual(agentFromSettings({ type: 'command', command: ['sh', '-c', 'x'], model: 'm', effort: '' }, AGENTS), {
       agent: { type: 'command', command: ['sh', '-c', 'x'] },
     });
-    assert.ok('error' in agentFromSettings({ type: 'command', command: [], model: '', effort: '' }));
+    assert.ok('error' in agentFromSettings({ type: 'command', command: [], model: '', effort: '' }, AGENTS));
   });
 
-  it('builds named agents with model and effort only when set', () => {
-    assert.deepEqual(agentFromSettings({ type: 'claude-code', command: [], model: '', effort: '' }), { agent: { type: 'claude-code' } });
-    assert.deepEqual(agentFromSettings({ type: 'codex', command: [], model: 'o3', effort: 'high' }), {
+  it('builds named agents with model and effort only when set, from the names the sidecar gives', () => {
+    assert.deepEqual(agentFromSettings({ type: 'claude-code', command: [], model: '', effort: '' }, AGENTS), { agent: { type: 'claude-code' } });
+    assert.deepEqual(agentFromSettings({ type: 'codex', command: [], model: 'o3', effort: 'high' }, AGENTS), {
       agent: { type: 'codex', model: 'o3', effort: 'high' },
     });
-    assert.ok('error' in agentFromSettings({ type: 'gpt', command: [], model: '', effort: '' }));
+    const unknown = agentFromSettings({ type: 'gpt', command: [], model: '', effort: '' }, AGENTS);
+    assert.ok('error' in unknown && unknown.error.includes('claude-code'), JSON.stringify(unknown));
+    // A provider the sidecar adds is usable without a new extension.
+    assert.deepEqual(agentFromSettings({ type: 'newcomer', command: [], model: '', effort: '' }, [...AGENTS, 'newcomer']), {
+      agent: { type: 'newcomer' },
+    });
   });
 
-  it('builds sandboxes', () => {
-    assert.deepEqual(sandboxFromSettings('none', ''), { sandbox: { type: 'none' } });
-    assert.deepEqual(sandboxFromSettings('docker', 'img'), { sandbox: { type: 'docker', image: 'img' } });
-    assert.ok('error' in sandboxFromSettings('docker', ''));
+  it('builds sandboxes, docker-isolated included; unset leaves the defaults to the sidecar', () => {
+    assert.deepEqual(sandboxFromSettings('none', '', SANDBOXES), { sandbox: { type: 'none' } });
+    assert.deepEqual(sandboxFromSettings('docker', 'img', SANDBOXES), { sandbox: { type: 'docker', image: 'img' } });
+    assert.deepEqual(sandboxFromSettings('docker-isolated', 'img', SANDBOXES), { sandbox: { type: 'docker-isolated', image: 'img' } });
+    assert.ok('error' in sandboxFromSettings('docker', '', SANDBOXES));
+    assert.ok('error' in sandboxFromSettings('podman', 'img', SANDBOXES));
+    assert.deepEqual(sandboxFromSettings('', '', SANDBOXES), { sandbox: undefined });
   });
 
   it('prefers a picked source over the policy setting', () => {
-    assert.deepEqual(sourceFromSettings('ask', undefined), { policy: 'ask' });
-    assert.deepEqual(sourceFromSettings('current-branch', undefined), { policy: 'current_branch' });
-    assert.deepEqual(sourceFromSettings('default', 'origin/x'), { policy: 'named', ref: 'origin/x' });
-    assert.deepEqual(sourceFromSettings('bogus', undefined), { policy: 'ask' });
+    assert.deepEqual(sourceFromSettings('ask', undefined, POLICIES), { policy: 'ask' });
+    assert.deepEqual(sourceFromSettings('current-branch', undefined, POLICIES), { policy: 'current_branch' });
+    assert.deepEqual(sourceFromSettings('default', 'origin/x', POLICIES), { policy: 'named', ref: 'origin/x' });
+    assert.deepEqual(sourceFromSettings('bogus', undefined, POLICIES), { policy: 'ask' });
   });
 
   it('finds the binary on PATH or at the path given, and reports a missing one', () => {
@@ -339,11 +338,12 @@ describe('requests and errors', () => {
     assert.equal(runIdOfToken(7), undefined);
   });
 
-  it('reads data.kind and choices from a JSON-RPC error', () => {
-    const e = toSlipwayError({ code: -32001, message: 'choose', data: { kind: 'sourceBranchRequired', choices: ['main', 3] } });
+  it('reads data.kind and choices (whole branch entries) from a JSON-RPC error', () => {
+    const main = branch('main', 'local');
+    const e = toSlipwayError({ code: -32001, message: 'choose', data: { kind: 'sourceBranchRequired', choices: [main, 3, 'x'] } });
     assert.ok(e instanceof SlipwayError);
     assert.equal(e.kind, 'sourceBranchRequired');
-    assert.deepEqual(e.data?.choices, ['main']);
+    assert.deepEqual(e.data?.choices, [main]);
     assert.equal(toSlipwayError(new Error('plain')), undefined);
     assert.equal(toSlipwayError({ code: -32601, message: 'Method not found', data: 'x' })?.kind, undefined);
   });
@@ -355,13 +355,13 @@ describe('requests and errors', () => {
         sent.push(params.arguments[0]);
         const arg = params.arguments[0] as { source?: { policy: string } };
         if (arg.source?.policy === 'ask') {
-          return Promise.reject({ code: -32001, message: 'pick', data: { kind: 'sourceBranchRequired', choices: ['origin/x'] } });
+          return Promise.reject({ code: -32001, message: 'pick', data: { kind: 'sourceBranchRequired', choices: [branch('origin/x', 'remote')] } });
         }
         return Promise.resolve({ runId: 'run-1-a' });
       },
     });
     const answer = await withSourcePick((source) => api.run({ root: '/r', agent: { type: 'command', command: ['true'] }, source }), { policy: 'ask' }, (e) =>
-      Promise.resolve(e.data?.choices?.[0]),
+      Promise.resolve(e.data?.choices?.[0]?.name),
     );
     assert.deepEqual(answer, { runId: 'run-1-a' });
     assert.deepEqual(
@@ -391,8 +391,8 @@ describe('Run Agent on Workspace: one picker per ask mount', () => {
     ],
   };
   const MOUNTS = [
-    { dst: '/w/a', choices: ['main', 'origin/release'] },
-    { dst: '/w/b', choices: ['main'] },
+    { dst: '/w/a', choices: [branch('main', 'local', { isHead: true }), branch('origin/release', 'remote')] },
+    { dst: '/w/b', choices: [branch('main', 'local')] },
   ];
 
   it('builds the slipway.workspaces request with one empty object argument', () => {
@@ -417,23 +417,22 @@ describe('Run Agent on Workspace: one picker per ask mount', () => {
       ],
     );
     assert.deepEqual(
-      specs[0].items.map((i) => (i.type === 'branch' ? i.ref : `-- ${i.label}`)),
+      specs[0].items.flatMap((i) => (i.type === 'branch' ? [i.ref] : [])),
       ['main', 'origin/release'],
     );
     assert.match(specs[1].placeholder, /\/w\/b/);
     assert.deepEqual(mountPickSpecs([], 'duo'), []);
   });
 
-  it('decorates a mount picker with its repository branches when known', () => {
-    const known = new Map([['/w/a', [branch('main', 'local', { isHead: true }), branch('origin/release', 'remote')]]]);
-    const specs = mountPickSpecs(MOUNTS, undefined, known, NOW);
+  it('shows each mount choice with its tip, from the entries the sidecar gives', () => {
+    const specs = mountPickSpecs(MOUNTS, undefined, NOW);
     assert.equal(specs[0].title, 'Start /w/a from…');
     assert.deepEqual(
       specs[0].items.map((i) => (i.type === 'branch' ? i.label : `-- ${i.label}`)),
       ['-- Local', '$(git-branch) main', '-- Remote', '$(cloud) origin/release'],
     );
-    // No branches for /w/b: plain choices.
-    assert.deepEqual(specs[1].items.map((i) => i.label), ['main']);
+    const tip = specs[1].items.find((i) => i.type === 'branch');
+    assert.ok(tip?.type === 'branch' && tip.detail.includes('tip of main'), JSON.stringify(tip));
   });
 
   it('assembles the sources map from the answers, keyed by dst', () => {
@@ -448,7 +447,7 @@ describe('Run Agent on Workspace: one picker per ask mount', () => {
     assert.deepEqual(sourcesFromAnswers([], []), {});
   });
 
-  it('renders workspace picker items and finds the run root from the workdir', () => {
+  it('renders workspace picker items', () => {
     const broken: WorkspaceInfo = { name: 'bad', path: '/h/bad.toml', error: 'missing field mounts' };
     const items = workspaceItems([DUO, broken]);
     assert.equal(items[0].label, '$(folder-library) duo');
@@ -457,20 +456,21 @@ describe('Run Agent on Workspace: one picker per ask mount', () => {
     assert.match(items[0].detail, /\/src\/c → \/w\/c \(shared, main\)/);
     assert.equal(items[1].description, 'cannot be read');
     assert.equal(items[1].detail, 'missing field mounts');
-    assert.equal(workspaceRoot(DUO), '/src/b');
-    assert.equal(workspaceRoot({ ...DUO, workdir: '/elsewhere' }), '/src/a');
-    assert.equal(workspaceRoot({ ...DUO, workdir: null }), '/src/a');
-    assert.equal(workspaceRoot(broken), undefined);
+
   });
 
   it('reads data.mounts of sourceBranchRequired, in order', () => {
     const e = toSlipwayError({
       code: -32001,
       message: 'pick',
-      data: { kind: 'sourceBranchRequired', choices: ['main'], mounts: [{ dst: '/w/a', choices: ['main', 7] }, { dst: 3 }, { dst: '/w/b', choices: [] }] },
+      data: {
+        kind: 'sourceBranchRequired',
+        choices: [branch('main', 'local')],
+        mounts: [{ dst: '/w/a', choices: [branch('main', 'local'), 7] }, { dst: 3 }, { dst: '/w/b', choices: [] }],
+      },
     });
     assert.deepEqual(e?.data?.mounts, [
-      { dst: '/w/a', choices: ['main'] },
+      { dst: '/w/a', choices: [branch('main', 'local')] },
       { dst: '/w/b', choices: [] },
     ]);
   });
@@ -482,7 +482,7 @@ describe('Run Agent on Workspace: one picker per ask mount', () => {
         const arg = params.arguments[0] as { sources?: Record<string, unknown> };
         sent.push(arg.sources);
         if (arg.sources === undefined) {
-          return Promise.reject({ code: -32001, message: 'pick', data: { kind: 'sourceBranchRequired', choices: ['main'], mounts: MOUNTS } });
+          return Promise.reject({ code: -32001, message: 'pick', data: { kind: 'sourceBranchRequired', choices: [branch('main', 'local')], mounts: MOUNTS } });
         }
         return Promise.resolve({ runId: 'run-2-b' });
       },
@@ -505,7 +505,7 @@ describe('Run Agent on Workspace: one picker per ask mount', () => {
     assert.equal(await withMountSourcePicks(run, () => Promise.resolve(undefined)), undefined);
     assert.deepEqual(sent, [undefined]);
     await assert.rejects(
-      withMountSourcePicks(() => Promise.reject(new SlipwayError('pick', -32001, { kind: 'sourceBranchRequired', choices: ['main'] })), () =>
+      withMountSourcePicks(() => Promise.reject(new SlipwayError('pick', -32001, { kind: 'sourceBranchRequired', choices: [branch('main', 'local')] })), () =>
         Promise.resolve({}),
       ),
       (e: unknown) => e instanceof SlipwayError && e.kind === 'sourceBranchRequired',

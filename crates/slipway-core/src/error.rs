@@ -1,0 +1,333 @@
+//! What every failure has in common, for the edges to report: a stable
+//! [`ErrorKind`] (the protocol's `data.kind`, the CLI's `--json` `kind`), the
+//! message (what happened, in no edge's words), machine-readable data, and
+//! [`Hint`]s (what to do), which each edge words its own way: the command
+//! line names flags and commands, the protocol names fields and methods.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+        /// Every stable error kind (docs/protocol.md §7.2).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum ErrorKind {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in the order of the protocol's list.
+            pub const ALL: &[ErrorKind] = &[$(ErrorKind::$variant,)*];
+
+            /// The stable name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorKind::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    /// A frame whose body is not JSON.
+    ParseError = "parseError",
+    /// JSON that is not a JSON-RPC 2.0 message.
+    InvalidRequest = "invalidRequest",
+    /// Malformed or contradictory arguments.
+    InvalidParams = "invalidParams",
+    /// A protocol command the server does not have.
+    UnknownCommand = "unknownCommand",
+    /// The path is not inside a (non-bare) repository.
+    NotARepository = "notARepository",
+    /// The `ask` policy: the user must choose a source branch.
+    SourceBranchRequired = "sourceBranchRequired",
+    /// `current_branch` (or a merge back) with a detached host HEAD.
+    DetachedHead = "detachedHead",
+    /// The host repository has no commits.
+    UnbornHead = "unbornHead",
+    /// `default` found no default branch.
+    NoDefaultBranch = "noDefaultBranch",
+    /// A named ref that does not exist.
+    UnknownRef = "unknownRef",
+    /// A branch name git refuses.
+    InvalidBranchName = "invalidBranchName",
+    /// Another create, run or close holds the branch.
+    BranchInUse = "branchInUse",
+    /// The branch is checked out elsewhere.
+    BranchCheckedOut = "branchCheckedOut",
+    /// Something else sits where the worktree would go.
+    PathOccupied = "pathOccupied",
+    /// Copying files into a new worktree failed (the worktree exists).
+    CopyFailed = "copyFailed",
+    /// No worktree matches the selector.
+    WorktreeNotFound = "worktreeNotFound",
+    /// No record of that run.
+    UnknownRun = "unknownRun",
+    /// No long-lived sandbox of that id.
+    UnknownSandbox = "unknownSandbox",
+    /// The prompt template needs arguments that were not given.
+    MissingPromptArgs = "missingPromptArgs",
+    /// The prompt is too long for an agent that takes it as an argument.
+    PromptTooLarge = "promptTooLarge",
+    /// The agent has no such option.
+    Unsupported = "unsupported",
+    /// The agent session to resume does not exist.
+    SessionNotFound = "sessionNotFound",
+    /// A hook or prompt command failed.
+    HookFailed = "hookFailed",
+    /// A hook or prompt command ran too long.
+    HookTimeout = "hookTimeout",
+    /// The agent printed nothing for too long.
+    IdleTimeout = "idleTimeout",
+    /// The agent exited non-zero.
+    AgentFailed = "agentFailed",
+    /// The run was cancelled.
+    Cancelled = "cancelled",
+    /// The merge back found uncommitted changes in the host.
+    HostDirty = "hostDirty",
+    /// The merge back conflicts.
+    MergeConflict = "mergeConflict",
+    /// The merge back ran out of time before changing the host.
+    MergeTimeout = "mergeTimeout",
+    /// The host switched branches while the merge back was being prepared.
+    HostSwitched = "hostSwitched",
+    /// The host repository is in the middle of another git operation.
+    HostRepoBusy = "hostRepoBusy",
+    /// The sandbox failed.
+    Sandbox = "sandbox",
+    /// The run's process ended without a result.
+    RunDied = "runDied",
+    /// The run's branch could not be imported from its private git dir.
+    ImportRefused = "importRefused",
+    /// A record written by a newer or older slipway that this one cannot use.
+    OutdatedState = "outdatedState",
+    /// An image build failed.
+    ImageBuildFailed = "imageBuildFailed",
+    /// A workspace file that is not valid TOML.
+    WorkspaceSyntax = "workspaceSyntax",
+    /// No workspace of that name.
+    WorkspaceNotFound = "workspaceNotFound",
+    /// A workspace of that name exists already.
+    WorkspaceExists = "workspaceExists",
+    /// A workspace name that cannot be a file name.
+    InvalidWorkspaceName = "invalidWorkspaceName",
+    /// A workspace file newer than this slipway.
+    VersionTooNew = "versionTooNew",
+    /// A workspace file's version that is not a version.
+    BadVersion = "badVersion",
+    /// There is no config dir for workspaces.
+    NoConfigDir = "noConfigDir",
+    /// Two spellings of one key.
+    ConflictingKeys = "conflictingKeys",
+    /// A workspace value of the wrong type.
+    WrongType = "wrongType",
+    /// A workspace value that is not one of the allowed ones.
+    UnknownValue = "unknownValue",
+    /// No mount at that `dst`.
+    UnknownMount = "unknownMount",
+    /// No mount covers the workdir.
+    WorkdirNotCovered = "workdirNotCovered",
+    /// The workdir is not absolute.
+    WorkdirNotAbsolute = "workdirNotAbsolute",
+    /// A mount's `src` is not absolute.
+    SrcNotAbsolute = "srcNotAbsolute",
+    /// A mount's `src` does not exist.
+    SrcMissing = "srcMissing",
+    /// A mount without `src`.
+    MissingSrc = "missingSrc",
+    /// A source branch given with a policy other than `named`.
+    SourceBranchWithoutNamed = "sourceBranchWithoutNamed",
+    /// `named` without a source branch.
+    NamedWithoutSourceBranch = "namedWithoutSourceBranch",
+    /// A source policy on a shared mount.
+    PolicyOnSharedMount = "policyOnSharedMount",
+    /// An isolated mount marked read-only.
+    ReadonlyIsolatedMount = "readonlyIsolatedMount",
+    /// An isolated mount inside another.
+    NestedIsolatedMounts = "nestedIsolatedMounts",
+    /// A workspace without mounts.
+    NoMounts = "noMounts",
+    /// Two mounts at one `dst`.
+    DuplicateDst = "duplicateDst",
+    /// A `dst` that is not absolute.
+    DstNotAbsolute = "dstNotAbsolute",
+    /// A `dst` of `/`.
+    DstIsRoot = "dstIsRoot",
+    /// Two isolated mounts of one repository.
+    TwoWorktreesOfOneRepository = "twoWorktreesOfOneRepository",
+    /// An isolated mount's `src` that is not a repository root.
+    NotRepositoryRoot = "notRepositoryRoot",
+    /// An isolated mount of a bare repository.
+    BareRepository = "bareRepository",
+    /// A slipway record that cannot be read.
+    CorruptRecord = "corruptRecord",
+    /// Filesystem trouble.
+    Io = "io",
+    /// libgit2 failed.
+    Git = "git",
+    /// A bug: a worker panicked.
+    Internal = "internal",
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// An input of a request, as each edge names it: a flag on the command line,
+/// a field in the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Field {
+    /// The repository (`--repo`, `root`).
+    Repository,
+    /// The strategy.
+    Strategy,
+    /// The branch name.
+    Branch,
+    /// The start point of a new branch.
+    Base,
+    /// An existing worktree to run in.
+    Worktree,
+    /// The source policy.
+    Source,
+    /// The ref of the `named` policy.
+    Ref,
+    /// Copy patterns.
+    Copy,
+    /// The sandbox kind.
+    Sandbox,
+    /// The container image.
+    Image,
+    /// The agent.
+    Agent,
+    /// The command agent's program.
+    Program,
+    /// The inline prompt.
+    Prompt,
+    /// The prompt file.
+    PromptFile,
+    /// Template arguments.
+    Args,
+    /// Iterations at most.
+    MaxIterations,
+    /// Completion signals.
+    CompletionSignals,
+    /// The merge timeout.
+    MergeTimeout,
+    /// A workspace.
+    Workspace,
+}
+
+/// What the user can do about an error, worded by each edge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "do", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Hint {
+    /// Give this input.
+    Give {
+        /// Which.
+        field: Field,
+    },
+    /// Leave this input out.
+    Drop {
+        /// Which.
+        field: Field,
+    },
+    /// Give these template arguments.
+    GiveArgs {
+        /// Their names.
+        names: Vec<String>,
+    },
+    /// Leave this template argument out.
+    DropArg {
+        /// Its name.
+        name: String,
+    },
+    /// Pick one of the existing worktrees.
+    ListWorktrees,
+    /// Pick one of the known runs.
+    ListRuns,
+    /// Pick one of the long-lived sandboxes.
+    ListSandboxes,
+    /// Use another strategy.
+    UseStrategy {
+        /// Which ones would do.
+        strategies: Vec<String>,
+    },
+}
+
+/// A failure as an edge reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The stable kind.
+    pub kind: ErrorKind,
+    /// What happened, in no edge's words.
+    pub message: String,
+    /// Machine-readable details (`choices`, `worktreePath`, `branch`, `holder`, …).
+    pub data: Map<String, Value>,
+    /// What to do about it.
+    pub hints: Vec<Hint>,
+}
+
+impl Report {
+    /// The message followed by each hint in an edge's words.
+    pub fn worded(&self, word: impl Fn(&Hint) -> String) -> String {
+        let mut message = self.message.clone();
+        for hint in &self.hints {
+            message.push_str("; ");
+            message.push_str(&word(hint));
+        }
+        message
+    }
+}
+
+/// A failure that can be reported at an edge.
+pub trait Failure: std::error::Error {
+    /// The stable kind.
+    fn kind(&self) -> ErrorKind;
+
+    /// Machine-readable details; none by default.
+    fn data(&self) -> Map<String, Value> {
+        Map::new()
+    }
+
+    /// What the user can do; nothing by default.
+    fn hints(&self) -> Vec<Hint> {
+        Vec::new()
+    }
+
+    /// Kind, message, data and hints together.
+    fn report(&self) -> Report {
+        Report {
+            kind: self.kind(),
+            message: self.to_string(),
+            data: self.data(),
+            hints: self.hints(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_serde_agrees_with_as_str() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ErrorKind::ALL {
+            assert!(seen.insert(kind.as_str()), "{kind} twice");
+            assert_eq!(
+                serde_json::to_value(kind).expect("serialises"),
+                Value::String(kind.as_str().to_owned())
+            );
+        }
+    }
+}

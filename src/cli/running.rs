@@ -1,0 +1,187 @@
+//! `slipway run`: the arguments as the core's plan takes them, the `ask`
+//! answered at a terminal, and the run with a spinner and Ctrl-C.
+
+use super::*;
+
+/// The command line's run arguments as the plan takes them: spelling only,
+/// every decision is the plan's.
+pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<RunInput, CliError> {
+    let mut prompt_args = BTreeMap::new();
+    for pair in &args.args {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(CliError::new(
+                ErrorKind::InvalidParams,
+                format!("--arg {pair}: expected KEY=VALUE"),
+            ));
+        };
+        prompt_args.insert(k.to_owned(), v.to_owned());
+    }
+    let source = match (&args.source.source, &args.source.reference) {
+        (None, None) => None,
+        _ => Some(source_policy(&args.source, SourcePolicy::HostHead)?),
+    };
+    Ok(RunInput {
+        run_id: args.run_id,
+        repository,
+        strategy: args.strategy.map(|s| match s {
+            StrategyArg::Head => StrategyKind::Head,
+            StrategyArg::MergeToHead => StrategyKind::MergeToHead,
+            StrategyArg::Branch => StrategyKind::Branch,
+        }),
+        branch: args.branch,
+        base: args.base,
+        worktree: args.worktree,
+        sandbox_id: args.in_sandbox,
+        source,
+        copy: args.copy,
+        agent: AgentInput::Named {
+            name: args
+                .agent
+                .and_then(|a| a.to_possible_value())
+                .map(|v| v.get_name().to_owned()),
+            options: slipway_core::agent::AgentOptions {
+                model: args.model,
+                effort: args.effort,
+                resume: args
+                    .resume
+                    .map(|session_id| slipway_core::agent::ResumeSpec {
+                        session_id,
+                        fork: args.fork,
+                    }),
+                ..Default::default()
+            },
+            program: args.program,
+        },
+        sandbox: SandboxInput {
+            kind: args.sandbox.map(|s| match s {
+                SandboxArg::None => SandboxKind::None,
+                SandboxArg::Docker => SandboxKind::Docker,
+                SandboxArg::DockerIsolated => SandboxKind::DockerIsolated,
+            }),
+            image: args.image,
+            network: args.network,
+        },
+        workspace: args.workspace.map(WorkspaceInput::Name),
+        sources: BTreeMap::new(),
+        prompt: args.prompt,
+        prompt_file: args.prompt_file,
+        args: prompt_args,
+        max_iterations: args.max_iterations,
+        completion_signals: args.completion_signals,
+        timeouts: TimeoutInput {
+            idle_secs: args.idle_timeout,
+            hook_secs: args.hook_timeout,
+            completion_grace_secs: args.completion_grace,
+            merge_secs: args.merge_timeout,
+        },
+        hooks: (!args.on_worktree_ready.is_empty() || !args.on_sandbox_ready.is_empty()).then_some(
+            Hooks {
+                host_on_worktree_ready: args.on_worktree_ready,
+                sandbox_on_sandbox_ready: args.on_sandbox_ready,
+            },
+        ),
+        handoff: false,
+    })
+}
+
+/// Plans a run; an `ask` source is answered at the terminal when a person is
+/// there (then planned again with the answer), else it is the error.
+pub(super) fn plan_interactively(mut input: RunInput) -> Result<RunPlan, CliError> {
+    let cwd = std::env::current_dir()?;
+    loop {
+        match plan::plan_run(input.clone(), &cwd) {
+            Ok(plan) => return Ok(plan),
+            Err(PlanError::Source {
+                error: policy::SourceError::SourceBranchRequired { choices },
+                ..
+            }) if ask::interactive() => {
+                input.source = Some(ask::choose("the new worktree", &choices)?);
+            }
+            Err(PlanError::SourcesRequired { mounts }) if ask::interactive() => {
+                for (dst, entries) in mounts {
+                    let choices: Vec<String> = entries.into_iter().map(|b| b.name).collect();
+                    let answer = ask::choose(&format!("the mount {}", dst.display()), &choices)?;
+                    input.sources.insert(dst.display().to_string(), answer);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Runs with a spinner on a terminal, agent output on stderr for people, and
+/// cancellation on Ctrl-C or SIGTERM.
+pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitCode, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let control = run::RunControl::new();
+    let spinner = spinner(json, String::new());
+    let sink_spinner = spinner.clone();
+    let events: run::EventSink = Arc::new(move |event: &RunEvent| {
+        if json {
+            return;
+        }
+        match (event, &sink_spinner) {
+            (RunEvent::Phase { phase, message }, Some(pb)) => {
+                pb.set_message(format!("{phase}: {message}"))
+            }
+            (RunEvent::Iteration { iteration, of }, Some(pb)) => {
+                pb.set_message(format!("iteration {iteration}/{of}"))
+            }
+            (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
+            (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
+            (RunEvent::Phase { phase, message }, None) => eprintln!("slipway: {phase}: {message}"),
+            (RunEvent::Iteration { .. }, None) => {}
+        }
+    });
+    let outcome = runtime.block_on(async {
+        let watcher = control.clone();
+        tokio::spawn(async move {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(_) => return,
+                };
+            // The first request stops the agent; a second one also stops
+            // waiting for an isolated sandbox's work to come back.
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {},
+                    _ = term.recv() => {},
+                }
+                watcher.stop();
+            }
+        });
+        run::run(host, request, control.clone(), events).await
+    });
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    match outcome {
+        Ok(result) => {
+            if json {
+                print_json(&result);
+            } else {
+                print!("{}", render::run_result(&result));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(failure) => {
+            if json {
+                print_json(&failure.result);
+            } else {
+                print!("{}", render::run_result(&failure.result));
+            }
+            let err = CliError::new(failure.error.kind(), failure.error.to_string());
+            let data = serde_json::json!({
+                "runId": failure.result.run_id,
+                "status": failure.result.status,
+                "preservedWorktreePath": failure.result.preserved_worktree_path,
+                "keptBranch": failure.result.kept_branch,
+            });
+            report_error(&err.with_data(data), json);
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
