@@ -10,6 +10,7 @@ mod branches;
 mod cli_progress;
 mod commit_summaries;
 mod concurrency;
+mod copy_in;
 mod crash_safety;
 mod docker_image;
 mod docker_isolated;

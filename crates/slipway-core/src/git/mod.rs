@@ -291,13 +291,21 @@ pub fn changed_paths(repo: &Repository) -> Result<Vec<String>, git2::Error> {
     Ok(out)
 }
 
-/// Ignored paths of a checkout as `git status --ignored` lists them: an
-/// ignored folder is one entry ending in `/`, not descended into.
+/// Every ignored file of a checkout, one by one, as
+/// `git ls-files --others --ignored --exclude-standard` lists them: what sits
+/// inside an ignored folder is listed file by file (even where the folder also
+/// holds tracked files, which are not listed), and a nested repository or
+/// worktree is one entry ending in `/`, never looked into.
 pub fn ignored_paths(repo: &Repository) -> Result<Vec<String>, git2::Error> {
     let mut opts = git2::StatusOptions::new();
+    // Untracked folders are walked because ignored files hide in them
+    // (`cache/data.json` with nothing else in `cache/`); ignored folders are
+    // walked because libgit2, told not to, drops the ignored files of an
+    // ignored folder that also holds a tracked file.
     opts.include_ignored(true)
-        .recurse_ignored_dirs(false)
-        .include_untracked(false);
+        .recurse_ignored_dirs(true)
+        .include_untracked(true)
+        .recurse_untracked_dirs(true);
     let statuses = repo.statuses(Some(&mut opts))?;
     Ok(statuses
         .iter()

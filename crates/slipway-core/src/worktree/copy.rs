@@ -2,13 +2,29 @@
 //! outputs, `node_modules`, `.env`) from the host checkout into a new worktree.
 //!
 //! Files are copied from the host, never from the worktree; directories merge
-//! into existing ones; symlinks stay symlinks; copy-on-write is used where the
-//! filesystem offers it and never hard links (the agent would write into the
-//! host's files).
+//! into existing ones; symlinks stay symlinks; file and directory modes are
+//! kept; copy-on-write is used where the filesystem offers it and never hard
+//! links (the agent would write into the host's files). A nested repository
+//! or worktree (a directory holding `.git`) is never copied: its `.git` would
+//! point the copy at someone else's admin directory.
+//!
+//! `.worktreeinclude` follows Claude Code and worktrunk: a file is copied when
+//! git ignores it and the file's patterns (gitignore syntax) match it, judged
+//! the way git judges `.gitignore` — a matching directory selects everything
+//! below it, and within a directory that does not match, the last pattern
+//! matching a file decides.
 
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use globset::{Glob, GlobMatcher};
+use ignore::gitignore::Gitignore;
 use serde::Serialize;
 
 use crate::git::HostRepo;
@@ -23,6 +39,8 @@ pub struct CopyReport {
     pub files: usize,
     /// Patterns that matched nothing, and similar non-fatal notes.
     pub warnings: Vec<String>,
+    /// Nested repositories and worktrees left out, relative to the repository root.
+    pub skipped: Vec<String>,
 }
 
 /// A copy-in failure.
@@ -44,7 +62,7 @@ pub enum CopyError {
     Io {
         from: PathBuf,
         to: PathBuf,
-        source: std::io::Error,
+        source: io::Error,
     },
 }
 
@@ -55,106 +73,404 @@ struct Job {
     symlink: bool,
 }
 
-/// Walks `from`, creating directories under `to` (merging into existing ones)
-/// and collecting the files and symlinks to copy.
-fn plan(from: &Path, to: &Path, jobs: &mut Vec<Job>) -> Result<(), CopyError> {
-    let io = |source| CopyError::Io {
-        from: from.to_path_buf(),
-        to: to.to_path_buf(),
-        source,
+/// What copy-in will do, worked out before any file is copied: the
+/// directories it made (their modes are set last, so a read-only one can
+/// still be filled) and the files to copy.
+struct Plan<'a> {
+    host: &'a Path,
+    worktree: &'a Path,
+    jobs: Vec<Job>,
+    /// Files (relative) already planned, so overlapping selections copy once.
+    planned: HashSet<PathBuf>,
+    /// Worktree directories (relative) checked or made: true when usable.
+    dirs: HashMap<PathBuf, bool>,
+    /// Directories this copy made, in the order made, with the host's mode.
+    made: Vec<(PathBuf, PathBuf, u32)>,
+    copied: BTreeSet<PathBuf>,
+    skipped: BTreeSet<PathBuf>,
+    warnings: Vec<String>,
+}
+
+fn io_error(from: &Path, to: &Path) -> impl FnOnce(io::Error) -> CopyError {
+    let (from, to) = (from.to_path_buf(), to.to_path_buf());
+    move |source| CopyError::Io { from, to, source }
+}
+
+/// Whether the first component is git's or slipway's own folder.
+fn is_admin_path(rel: &Path) -> bool {
+    matches!(
+        rel.components().next(),
+        Some(Component::Normal(name)) if name == ".git" || name == ".slipway"
+    )
+}
+
+impl<'a> Plan<'a> {
+    fn new(host: &'a Path, worktree: &'a Path) -> Plan<'a> {
+        let mut dirs = HashMap::new();
+        dirs.insert(PathBuf::new(), true);
+        Plan {
+            host,
+            worktree,
+            jobs: Vec::new(),
+            planned: HashSet::new(),
+            dirs,
+            made: Vec::new(),
+            copied: BTreeSet::new(),
+            skipped: BTreeSet::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn skip_nested(&mut self, rel: &Path) {
+        if self.skipped.insert(rel.to_path_buf()) {
+            self.warnings.push(format!(
+                "'{}' is a git repository or worktree of its own; not copied",
+                rel.display()
+            ));
+        }
+    }
+
+    /// Makes the worktree directory `rel` and its parents as needed, each with
+    /// the mode of the host's directory, without going through a symlink.
+    /// False when something other than a directory is in the way.
+    fn ensure_dir(&mut self, rel: &Path) -> Result<bool, CopyError> {
+        if let Some(&usable) = self.dirs.get(rel) {
+            return Ok(usable);
+        }
+        let parent_usable = match rel.parent() {
+            Some(parent) => self.ensure_dir(parent)?,
+            None => true,
+        };
+        let usable = parent_usable && self.make_dir(rel)?;
+        self.dirs.insert(rel.to_path_buf(), usable);
+        Ok(usable)
+    }
+
+    fn make_dir(&mut self, rel: &Path) -> Result<bool, CopyError> {
+        let from = self.host.join(rel);
+        let to = self.worktree.join(rel);
+        match std::fs::create_dir(&to) {
+            Ok(()) => {
+                let mode = std::fs::metadata(&from)
+                    .map_err(io_error(&from, &to))?
+                    .permissions()
+                    .mode();
+                self.made.push((from, to, mode & 0o7777));
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Merging into the checkout's own directory keeps its mode;
+                // a symlink there (a tracked one) is never written through.
+                if to.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    Ok(true)
+                } else {
+                    self.warnings.push(format!(
+                        "'{}' is not a directory in the worktree; nothing copied into it",
+                        rel.display()
+                    ));
+                    Ok(false)
+                }
+            }
+            Err(e) => Err(io_error(&from, &to)(e)),
+        }
+    }
+
+    fn add_file(&mut self, rel: &Path, symlink: bool) -> Result<(), CopyError> {
+        if !self.planned.insert(rel.to_path_buf()) {
+            return Ok(());
+        }
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        if self.ensure_dir(parent)? {
+            self.jobs.push(Job {
+                from: self.host.join(rel),
+                to: self.worktree.join(rel),
+                symlink,
+            });
+        }
+        Ok(())
+    }
+
+    /// A host directory below the root that holds `.git` (a repository or
+    /// worktree) among `rel`'s parents.
+    fn nested_repo_above(&self, rel: &Path) -> Option<PathBuf> {
+        let mut ancestors: Vec<&Path> = rel
+            .ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .collect();
+        ancestors.reverse();
+        ancestors
+            .into_iter()
+            .find(|a| self.host.join(a).join(".git").symlink_metadata().is_ok())
+            .map(Path::to_path_buf)
+    }
+
+    /// Copies the host path `rel` whatever it is: a directory whole, a file,
+    /// a symlink as a symlink. False when there is nothing there.
+    fn add_path(&mut self, rel: &Path) -> Result<bool, CopyError> {
+        if is_admin_path(rel) {
+            self.warnings.push(format!(
+                "'{}' is git's or slipway's own; not copied",
+                rel.display()
+            ));
+            return Ok(true);
+        }
+        if let Some(repo) = self.nested_repo_above(rel) {
+            self.skip_nested(&repo);
+            return Ok(true);
+        }
+        let from = self.host.join(rel);
+        let Ok(meta) = from.symlink_metadata() else {
+            return Ok(false);
+        };
+        let kind = meta.file_type();
+        let before = self.jobs.len();
+        if kind.is_dir() {
+            self.add_tree(rel)?;
+        } else if kind.is_file() || kind.is_symlink() {
+            self.add_file(rel, kind.is_symlink())?;
+        }
+        if self.jobs.len() > before || (kind.is_dir() && self.dirs.get(rel) == Some(&true)) {
+            self.copied.insert(rel.to_path_buf());
+        }
+        Ok(true)
+    }
+
+    /// Walks the host directory `top`, making its directories in the
+    /// worktree and planning its files; nested repositories are left out.
+    fn add_tree(&mut self, top: &Path) -> Result<(), CopyError> {
+        let mut stack = vec![top.to_path_buf()];
+        while let Some(rel) = stack.pop() {
+            let from = self.host.join(&rel);
+            let to = self.worktree.join(&rel);
+            let mut entries: Vec<(OsString, std::fs::FileType)> = Vec::new();
+            for entry in std::fs::read_dir(&from).map_err(io_error(&from, &to))? {
+                let entry = entry.map_err(io_error(&from, &to))?;
+                let kind = entry.file_type().map_err(io_error(&entry.path(), &to))?;
+                entries.push((entry.file_name(), kind));
+            }
+            let at_root = rel.as_os_str().is_empty();
+            if !at_root && entries.iter().any(|(name, _)| name == ".git") {
+                self.skip_nested(&rel);
+                continue;
+            }
+            if !self.ensure_dir(&rel)? {
+                continue;
+            }
+            for (name, kind) in entries {
+                if at_root && (name == ".git" || name == ".slipway") {
+                    continue;
+                }
+                let child = rel.join(&name);
+                if kind.is_dir() {
+                    stack.push(child);
+                } else if kind.is_file() || kind.is_symlink() {
+                    self.add_file(&child, kind.is_symlink())?;
+                }
+                // Sockets, fifos and devices are not files anyone can use
+                // from a copy.
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The patterns of the host's `.worktreeinclude`, or None without one.
+fn include_matcher(root: &Path) -> Result<Option<Gitignore>, CopyError> {
+    let include_file = root.join(".worktreeinclude");
+    if !include_file.is_file() {
+        return Ok(None);
+    }
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    if let Some(err) = builder.add(&include_file) {
+        return Err(CopyError::Include(err.to_string()));
+    }
+    builder
+        .build()
+        .map(Some)
+        .map_err(|e| CopyError::Include(e.to_string()))
+}
+
+/// The directory among `dir` and its parents that `.worktreeinclude`
+/// selects, outermost first: a selected directory selects all below it, as
+/// an ignored one does in `.gitignore`.
+fn selecting_dir(
+    matcher: &Gitignore,
+    dir: &Path,
+    cache: &mut HashMap<PathBuf, Option<PathBuf>>,
+) -> Option<PathBuf> {
+    if dir.as_os_str().is_empty() {
+        return None;
+    }
+    if let Some(hit) = cache.get(dir) {
+        return hit.clone();
+    }
+    let parent = dir.parent().unwrap_or(Path::new(""));
+    let hit = selecting_dir(matcher, parent, cache).or_else(|| {
+        matcher
+            .matched(dir, true)
+            .is_ignore()
+            .then(|| dir.to_path_buf())
+    });
+    cache.insert(dir.to_path_buf(), hit.clone());
+    hit
+}
+
+/// Plans the ignored host files that `.worktreeinclude` selects.
+fn plan_worktreeinclude(host: &HostRepo, plan: &mut Plan) -> Result<(), CopyError> {
+    let Some(matcher) = include_matcher(host.root())? else {
+        return Ok(());
     };
-    let meta = from.symlink_metadata().map_err(io)?;
-    if meta.file_type().is_symlink() {
-        jobs.push(Job {
-            from: from.to_path_buf(),
-            to: to.to_path_buf(),
-            symlink: true,
+    let ignored =
+        crate::git::ignored_paths(host.git()).map_err(|e| CopyError::Include(e.to_string()))?;
+    let mut cache = HashMap::new();
+    for path in &ignored {
+        let is_dir = path.ends_with('/');
+        let rel = PathBuf::from(path.trim_end_matches('/'));
+        if is_admin_path(&rel) {
+            continue;
+        }
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let by = selecting_dir(&matcher, parent, &mut cache).or_else(|| {
+            matcher
+                .matched(&rel, is_dir)
+                .is_ignore()
+                .then(|| rel.clone())
         });
-    } else if meta.is_dir() {
-        if !to.is_dir() {
-            std::fs::create_dir_all(to).map_err(io)?;
+        let Some(by) = by else { continue };
+        if is_dir {
+            // git lists a nested repository or worktree as a folder and
+            // never looks inside: none of its files are this repository's.
+            plan.skip_nested(&rel);
+            continue;
         }
-        for entry in std::fs::read_dir(from).map_err(io)? {
-            let entry = entry.map_err(io)?;
-            plan(&entry.path(), &to.join(entry.file_name()), jobs)?;
+        let Ok(meta) = host.root().join(&rel).symlink_metadata() else {
+            // Gone since git listed it.
+            continue;
+        };
+        let kind = meta.file_type();
+        if kind.is_file() || kind.is_symlink() {
+            plan.add_file(&rel, kind.is_symlink())?;
+            plan.copied.insert(by);
         }
-    } else if meta.is_file() {
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
-        }
-        jobs.push(Job {
-            from: from.to_path_buf(),
-            to: to.to_path_buf(),
-            symlink: false,
-        });
     }
     Ok(())
 }
 
+/// Creates `to` for writing, never through a symlink: whatever is already
+/// there (a checked-out file, a link) is replaced, not written into.
+fn create_new(to: &Path, mode: u32) -> io::Result<File> {
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(to)
+    };
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(to)?;
+            open()
+        }
+        other => other,
+    }
+}
+
 /// Copies one file: copy-on-write while the filesystem allows it (remembered
-/// in `reflink_works`), else an ordinary copy. Never a hard link.
-fn copy_one(job: &Job, reflink_works: &mut bool) -> std::io::Result<()> {
-    if job.to.symlink_metadata().is_ok() {
-        std::fs::remove_file(&job.to)?;
-    }
-    if job.symlink {
-        let target = std::fs::read_link(&job.from)?;
-        return std::os::unix::fs::symlink(target, &job.to);
-    }
-    if *reflink_works {
-        match reflink_copy::reflink(&job.from, &job.to) {
-            Ok(()) => {
-                let perms = std::fs::metadata(&job.from)?.permissions();
-                return std::fs::set_permissions(&job.to, perms);
-            }
-            Err(_) => {
-                *reflink_works = false;
-                let _ = std::fs::remove_file(&job.to);
+/// in `reflink_works`), else the kernel's in-place copy. Never a hard link.
+fn copy_file(job: &Job, reflink_works: &mut bool) -> io::Result<()> {
+    let mut src = File::open(&job.from)?;
+    let perms = src.metadata()?.permissions();
+    let mut dst = create_new(&job.to, perms.mode() & 0o777)?;
+    let filled = (|| {
+        let mut cloned = false;
+        if *reflink_works {
+            match reflink_copy::reflink_file(&src, &dst) {
+                Ok(()) => cloned = true,
+                Err(_) => *reflink_works = false,
             }
         }
+        if !cloned {
+            io::copy(&mut src, &mut dst)?;
+        }
+        // The umask trimmed the mode the file was created with.
+        dst.set_permissions(perms)
+    })();
+    if let Err(e) = filled {
+        // A half-written file would pass for the host's.
+        if let Err(rm) = std::fs::remove_file(&job.to) {
+            tracing::warn!("cannot remove the partial copy {}: {rm}", job.to.display());
+        }
+        return Err(e);
     }
-    std::fs::copy(&job.from, &job.to).map(|_| ())
+    Ok(())
+}
+
+fn copy_symlink(job: &Job) -> io::Result<()> {
+    let target = std::fs::read_link(&job.from)?;
+    match std::os::unix::fs::symlink(&target, &job.to) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(&job.to)?;
+            std::os::unix::fs::symlink(&target, &job.to)
+        }
+        other => other,
+    }
 }
 
 /// Copies every job; many small files are bound by filesystem latency, not
-/// CPU, so a few threads copy at once.
-fn run_jobs(jobs: Vec<Job>) -> Result<usize, CopyError> {
+/// CPU, so a few threads copy at once. Each takes the next run of jobs as it
+/// is free: jobs are planned folder by folder, so threads mostly create files
+/// in different folders (in one folder they queue on its lock; single jobs
+/// handed out in turn made copy-in twice as slow). The first failure stops
+/// them all.
+fn run_jobs(jobs: &[Job]) -> Result<usize, CopyError> {
     let count = jobs.len();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get() * 2)
         .unwrap_or(4)
         .clamp(1, 8)
         .min(count.div_ceil(256).max(1));
-    let chunk = count.div_ceil(threads).max(1);
-    let results: Vec<Result<(), CopyError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut reflink_works = true;
-                    for job in part {
-                        copy_one(job, &mut reflink_works).map_err(|source| CopyError::Io {
-                            from: job.from.clone(),
-                            to: job.to.clone(),
-                            source,
-                        })?;
+    let run = (count / (threads * 4)).max(32);
+    let runs: Vec<&[Job]> = jobs.chunks(run).collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<CopyError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut reflink_works = true;
+                'runs: while let Some(part) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    for job in *part {
+                        if failed.load(Ordering::Relaxed) {
+                            break 'runs;
+                        }
+                        let done = if job.symlink {
+                            copy_symlink(job)
+                        } else {
+                            copy_file(job, &mut reflink_works)
+                        };
+                        match done {
+                            Ok(()) => crate::testhook::point("create"),
+                            Err(source) => {
+                                failed.store(true, Ordering::Relaxed);
+                                let mut slot =
+                                    first_error.lock().unwrap_or_else(|p| p.into_inner());
+                                slot.get_or_insert(CopyError::Io {
+                                    from: job.from.clone(),
+                                    to: job.to.clone(),
+                                    source,
+                                });
+                            }
+                        }
                     }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(CopyError::Include("a copy thread panicked".into())))
-            })
-            .collect()
+                }
+            });
+        }
     });
-    for r in results {
-        r?;
+    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(count),
     }
-    Ok(count)
 }
 
 fn has_glob_chars(pattern: &str) -> bool {
@@ -179,8 +495,17 @@ fn check_inside(pattern: &str) -> Result<(), CopyError> {
     Ok(())
 }
 
+/// The plain components of a checked pattern (`./a//b` is `a/b`; `.` is the root).
+fn normalized(pattern: &str) -> PathBuf {
+    Path::new(pattern)
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect()
+}
+
 /// Top-level host paths (relative) that a glob matches; a matching directory
-/// is returned whole and not descended into.
+/// is returned whole and not descended into, and neither is a nested
+/// repository.
 fn expand_glob(root: &Path, matcher: &GlobMatcher) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::new()];
@@ -188,75 +513,26 @@ fn expand_glob(root: &Path, matcher: &GlobMatcher) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(root.join(&rel)) else {
             continue;
         };
-        for entry in entries.flatten() {
+        let entries: Vec<_> = entries.flatten().collect();
+        let at_root = rel.as_os_str().is_empty();
+        if !at_root && entries.iter().any(|e| e.file_name() == ".git") {
+            continue;
+        }
+        for entry in entries {
             let name = entry.file_name();
-            if rel.as_os_str().is_empty() && (name == ".git" || name == ".slipway") {
+            if at_root && (name == ".git" || name == ".slipway") {
                 continue;
             }
             let child = rel.join(&name);
             if matcher.is_match(&child) {
                 out.push(child);
-            } else if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(child);
             }
         }
     }
     out.sort();
     out
-}
-
-/// Ignored host paths selected by `.worktreeinclude` (gitignore syntax).
-fn worktreeinclude_paths(host: &HostRepo) -> Result<Vec<PathBuf>, CopyError> {
-    let root = host.root();
-    let include_file = root.join(".worktreeinclude");
-    if !include_file.is_file() {
-        return Ok(Vec::new());
-    }
-    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    if let Some(err) = builder.add(&include_file) {
-        return Err(CopyError::Include(err.to_string()));
-    }
-    let matcher = builder
-        .build()
-        .map_err(|e| CopyError::Include(e.to_string()))?;
-    let ignored =
-        crate::git::ignored_paths(host.git()).map_err(|e| CopyError::Include(e.to_string()))?;
-    let mut out = Vec::new();
-    for path in &ignored {
-        let is_dir = path.ends_with('/');
-        let rel = PathBuf::from(path.trim_end_matches('/'));
-        if rel.starts_with(".slipway") {
-            continue;
-        }
-        if matcher
-            .matched_path_or_any_parents(&rel, is_dir)
-            .is_ignore()
-        {
-            out.push(rel);
-        } else if is_dir {
-            // A pattern may pick files deep inside an ignored folder.
-            let mut stack = vec![rel];
-            while let Some(dir) = stack.pop() {
-                let Ok(entries) = std::fs::read_dir(root.join(&dir)) else {
-                    continue;
-                };
-                for e in entries.flatten() {
-                    let child = dir.join(e.file_name());
-                    let child_is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-                    if matcher
-                        .matched_path_or_any_parents(&child, child_is_dir)
-                        .is_ignore()
-                    {
-                        out.push(child);
-                    } else if child_is_dir {
-                        stack.push(child);
-                    }
-                }
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// Checks every pattern before anything is created: inside the repository and,
@@ -279,6 +555,15 @@ fn compile(pattern: &str) -> Result<Glob, CopyError> {
     })
 }
 
+/// A relative path as reports show it; the root itself is `.`.
+fn display_rel(rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        ".".to_owned()
+    } else {
+        rel.to_string_lossy().into_owned()
+    }
+}
+
 /// Copies the host paths named by `patterns` and by `.worktreeinclude` into `worktree`.
 pub fn copy_into_worktree(
     host: &HostRepo,
@@ -286,8 +571,7 @@ pub fn copy_into_worktree(
     patterns: &[String],
 ) -> Result<CopyReport, CopyError> {
     let host_root = host.root();
-    let mut report = CopyReport::default();
-    let mut selected: Vec<PathBuf> = Vec::new();
+    let mut plan = Plan::new(host_root, worktree);
     for pattern in patterns {
         let pattern = pattern.trim_end_matches('/');
         check_inside(pattern)?;
@@ -295,34 +579,40 @@ pub fn copy_into_worktree(
             let glob = compile(pattern)?;
             let found = expand_glob(host_root, &glob.compile_matcher());
             if found.is_empty() {
-                report.warnings.push(format!(
+                plan.warnings.push(format!(
                     "copy pattern '{pattern}' matched nothing in the host repository"
                 ));
             }
-            selected.extend(found);
-        } else if host_root.join(pattern).symlink_metadata().is_ok() {
-            selected.push(PathBuf::from(pattern));
-        } else {
-            report.warnings.push(format!(
+            for rel in found {
+                plan.add_path(&rel)?;
+            }
+        } else if !plan.add_path(&normalized(pattern))? {
+            plan.warnings.push(format!(
                 "'{pattern}' does not exist in the host repository; nothing copied"
             ));
         }
     }
-    selected.extend(worktreeinclude_paths(host)?);
-    selected.sort();
-    selected.dedup();
-    // A path inside one already selected is copied with its parent.
-    let mut tops: Vec<PathBuf> = Vec::new();
-    for path in selected {
-        if !tops.iter().any(|t| path.starts_with(t)) {
-            tops.push(path);
+    plan_worktreeinclude(host, &mut plan)?;
+
+    let files = run_jobs(&plan.jobs)?;
+    // Children first: a directory without write or search permission is
+    // closed only once nothing more goes into it.
+    for (from, to, mode) in plan.made.iter().rev() {
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(*mode))
+            .map_err(io_error(from, to))?;
+    }
+
+    // A path inside one already listed is reported with its parent.
+    let mut copied: Vec<PathBuf> = Vec::new();
+    for path in plan.copied {
+        if !copied.iter().any(|top| path.starts_with(top)) {
+            copied.push(path);
         }
     }
-    let mut jobs = Vec::new();
-    for rel in &tops {
-        plan(&host_root.join(rel), &worktree.join(rel), &mut jobs)?;
-        report.copied.push(rel.to_string_lossy().into_owned());
-    }
-    report.files = run_jobs(jobs)?;
-    Ok(report)
+    Ok(CopyReport {
+        copied: copied.iter().map(|p| display_rel(p)).collect(),
+        files,
+        warnings: plan.warnings,
+        skipped: plan.skipped.iter().map(|p| display_rel(p)).collect(),
+    })
 }

@@ -3,14 +3,18 @@
 //! worktree yet. A close is finished: it had already decided the worktree
 //! goes. Folders leave by being renamed into `.slipway/trash/` first, so a
 //! crash while deleting never leaves a half-deleted worktree in place.
+//! (`.slipway/worktrees/.trash/`.)
 
 use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::journal::{self, Operation};
 
+/// Inside the worktrees folder, so a worktree always moves there by a plain
+/// rename (the folder may be a mount of its own); no worktree's name starts
+/// with a dot.
 fn trash_dir(host: &HostRepo) -> PathBuf {
-    host.slipway_dir().join("trash")
+    worktrees_dir(host).join(".trash")
 }
 
 /// Moves the worktree folder `path` (checked by the caller to be slipway's)
@@ -55,6 +59,16 @@ pub(super) fn empty_trash(host: &HostRepo) -> Vec<String> {
         if let Err(e) = removed {
             problems.push(format!("could not empty {}: {e}", path.display()));
         }
+    }
+    // An empty trash leaves no folder behind among the worktrees.
+    if problems.is_empty()
+        && let Err(e) = std::fs::remove_dir(trash_dir(host))
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        problems.push(format!(
+            "could not remove {}: {e}",
+            trash_dir(host).display()
+        ));
     }
     problems
 }
