@@ -32,7 +32,6 @@ pub(super) fn move_to_trash(host: &HostRepo, path: &Path) -> std::io::Result<boo
         Ok(_) => {}
     }
     let trash = trash_dir(host);
-    std::fs::create_dir_all(&trash)?;
     let name = format!(
         "{}-{}",
         path.file_name()
@@ -40,8 +39,17 @@ pub(super) fn move_to_trash(host: &HostRepo, path: &Path) -> std::io::Result<boo
             .unwrap_or_default(),
         random_hex(4)
     );
-    std::fs::rename(path, trash.join(name))?;
-    Ok(true)
+    // Another close may empty and remove the trash folder in between.
+    let mut tries = 0;
+    loop {
+        std::fs::create_dir_all(&trash)?;
+        match std::fs::rename(path, trash.join(&name)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.exists() && tries < 3 => {
+                tries += 1;
+            }
+            other => return other.map(|()| true),
+        }
+    }
 }
 
 /// Deletes what is in the trash (symlinks in it are removed, never followed).
