@@ -56,6 +56,10 @@ fn text(t: &str) -> AgentEvent {
     AgentEvent::Text { text: t.into() }
 }
 
+fn notice(t: &str) -> AgentEvent {
+    AgentEvent::Notice { text: t.into() }
+}
+
 fn result(t: &str) -> AgentEvent {
     AgentEvent::Result { text: t.into() }
 }
@@ -103,15 +107,17 @@ fn assert_survives_odd_lines(spec_json: Value) {
             a.name()
         );
     }
+    // A line outside the event stream (stderr, a question) is never the
+    // assistant's text: a prompt echoed there must not count as its answer.
     assert_eq!(
         a.parse_line("warning: something odd\n"),
-        vec![text("warning: something odd")],
+        vec![notice("warning: something odd")],
         "{}",
         a.name()
     );
     assert_eq!(
         a.parse_line("{not json"),
-        vec![text("{not json")],
+        vec![notice("{not json")],
         "{}",
         a.name()
     );
@@ -453,12 +459,19 @@ fn codex_command_lines() {
     let (argv, _) = unattended(json!({"type": "codex", "permissionMode": "default"}), "p");
     assert_eq!(argv, strs(&["codex", "exec", "--json", "-"]));
 
-    // `codex exec` cannot fork; the interactive `codex fork` can.
+    // `codex exec fork ID -` and the interactive `codex fork ID` both fork.
     let fork = json!({"type": "codex", "resume": {"sessionId": "0199a213", "fork": true}});
-    let err = agent(fork.clone()).unattended("p").err();
-    assert!(
-        matches!(err, Some(AgentSpecError::Unsupported { .. })),
-        "{err:?}"
+    assert_eq!(
+        unattended(fork.clone(), "p").0,
+        strs(&[
+            "codex",
+            "exec",
+            "--json",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "fork",
+            "0199a213",
+            "-"
+        ])
     );
     assert_eq!(interactive(fork), strs(&["codex", "fork", "0199a213"]));
 
@@ -742,12 +755,14 @@ fn copilot_command_lines() {
             "json",
             "--model",
             "gpt-5.2",
-            "--effort",
+            "--reasoning-effort",
             "xhigh",
             "--allow-tool",
             "write",
             "--resume",
             "b3d1c9a0-5e4f-4a2b-8c7d-6e5f4a3b2c1d",
+            "-C",
+            ".",
             "--no-color",
             "-p",
             "p"
@@ -776,12 +791,14 @@ fn copilot_command_lines() {
             "copilot",
             "--model",
             "gpt-5.2",
-            "--effort",
+            "--reasoning-effort",
             "xhigh",
             "--allow-tool",
             "write",
             "--resume",
             "b3d1c9a0-5e4f-4a2b-8c7d-6e5f4a3b2c1d",
+            "-C",
+            ".",
             "--no-color"
         ])
     );
@@ -889,7 +906,11 @@ fn codex_stream() {
             tool("web_search", json!({"query": "rust readme usage section"})),
             text(done),
             result(done),
-            usage(24763, 122, 24448, None),
+            AgentEvent::SessionUsage {
+                input_tokens: 24763,
+                output_tokens: 122,
+                cached_input_tokens: 24448
+            },
         ]
     );
     assert_survives_odd_lines(json!({"type": "codex"}));
@@ -909,7 +930,11 @@ fn codex_stream() {
     // A turn without a message has no result.
     assert_eq!(
         b.parse_line(r#"{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":1}}"#),
-        vec![usage(10, 1, 0, None)]
+        vec![AgentEvent::SessionUsage {
+            input_tokens: 10,
+            output_tokens: 1,
+            cached_input_tokens: 0
+        }]
     );
 }
 

@@ -27,6 +27,7 @@
 //! (`/repo/wt`, `/repo/wt/src/x.rs`, but not `/repo/wt2`), in the JSON-escaped
 //! form the file uses.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -55,6 +56,73 @@ pub struct SessionPlace<'a> {
     pub cwd: &'a Path,
 }
 
+/// A session made ready to resume ([`SessionStore::carry`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Carried {
+    /// The file the agent will resume.
+    pub file: PathBuf,
+    /// Where it was copied from, when it had to be copied.
+    pub copied_from: Option<PathBuf>,
+    /// The session's running token total so far, for agents that report usage
+    /// as a running total (Codex).
+    pub usage_total: Option<TokenTotals>,
+}
+
+/// Token counts of a whole session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTotals {
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the prompt cache.
+    pub cached_input_tokens: u64,
+}
+
+/// The working directory a session file recorded: the first `cwd` field of
+/// its lines (Claude Code and Pi put it at the top level, Codex in the
+/// `session_meta` payload).
+pub fn recorded_cwd(file: &Path) -> Option<String> {
+    let text = fs::read_to_string(file).ok()?;
+    text.lines().find_map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let cwd = v
+            .get("cwd")
+            .or_else(|| v.get("payload").and_then(|p| p.get("cwd")))?;
+        cwd.as_str()
+            .filter(|c| c.starts_with('/'))
+            .map(|c| c.trim_end_matches('/').to_owned())
+    })
+}
+
+/// The running token total a Codex rollout file recorded last (the
+/// `total_token_usage` of its last `token_count` event).
+pub fn codex_usage_total(file: &Path) -> Option<TokenTotals> {
+    let text = fs::read_to_string(file).ok()?;
+    text.lines().rev().find_map(|line| {
+        if !line.contains("\"token_count\"") {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let payload = v.get("payload")?;
+        if payload.get("type")?.as_str()? != "token_count" {
+            return None;
+        }
+        let total = payload.get("info")?.get("total_token_usage")?;
+        let n = |k: &str| {
+            total
+                .get(k)
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+        };
+        Some(TokenTotals {
+            input_tokens: n("input_tokens"),
+            output_tokens: n("output_tokens"),
+            cached_input_tokens: n("cached_input_tokens"),
+        })
+    })
+}
+
 /// A session that cannot be found or copied.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -79,6 +147,16 @@ pub enum SessionError {
         /// Where slipway looked.
         searched: PathBuf,
     },
+    /// The session exists but cannot be moved where the run needs it.
+    #[error("cannot resume {agent} session `{id}` here: {reason}")]
+    NotCarried {
+        /// Agent name.
+        agent: &'static str,
+        /// Session id.
+        id: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
     /// Reading or writing failed.
     #[error("{path}: {source}")]
     Io {
@@ -96,6 +174,7 @@ impl SessionError {
         match self {
             SessionError::InvalidId(_) | SessionError::InvalidPath { .. } => "invalidParams",
             SessionError::NotFound { .. } => "sessionNotFound",
+            SessionError::NotCarried { .. } => "sessionNotResumable",
             SessionError::Io { .. } => "io",
         }
     }
@@ -127,6 +206,113 @@ impl SessionStore {
         }
     }
 
+    /// The directory holding all sessions for an agent started with `home` and
+    /// the environment `var` reads: the agents' own overrides (`CLAUDE_CONFIG_DIR`,
+    /// `CODEX_HOME`, `PI_CODING_AGENT_DIR`) win over `home`.
+    pub fn root_in_env(self, home: &Path, var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+        let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        match self {
+            SessionStore::ClaudeCode => set("CLAUDE_CONFIG_DIR")
+                .map(|d| d.join("projects"))
+                .unwrap_or_else(|| self.root(home)),
+            SessionStore::Codex => set("CODEX_HOME")
+                .map(|d| d.join("sessions"))
+                .unwrap_or_else(|| self.root(home)),
+            SessionStore::Pi => set("PI_CODING_AGENT_DIR")
+                .map(|d| d.join("sessions"))
+                .unwrap_or_else(|| self.root(home)),
+        }
+    }
+
+    /// Makes the session `session_id`, wherever it is under `from_root`, ready
+    /// to resume in `to_cwd` by an agent whose store is `to_root`: when the file
+    /// is not where the agent looks for it (another HOME, or the folder of
+    /// another working directory, such as a worktree merged and removed), it is
+    /// copied there with the working directory it recorded rewritten to
+    /// `to_cwd`. The source stays as it was.
+    pub fn carry(
+        self,
+        session_id: &str,
+        from_root: &Path,
+        to_root: &Path,
+        to_cwd: &Path,
+    ) -> Result<Carried, SessionError> {
+        check_id(session_id)?;
+        let new_cwd = absolute_dir(to_cwd)?;
+        let source = self.locate_in(from_root, &new_cwd, session_id)?;
+        let usage_total = match self {
+            SessionStore::Codex => codex_usage_total(&source),
+            _ => None,
+        };
+        let dest_dir = self.dest_dir(&source, from_root, to_root, &new_cwd)?;
+        if source.parent() == Some(dest_dir.as_path()) {
+            return Ok(Carried {
+                file: source,
+                copied_from: None,
+                usage_total,
+            });
+        }
+        let old_cwd = recorded_cwd(&source).unwrap_or_else(|| new_cwd.clone());
+        let file = self.copy_into(session_id, &source, &dest_dir, &old_cwd, &new_cwd)?;
+        Ok(Carried {
+            file,
+            copied_from: Some(source),
+            usage_total,
+        })
+    }
+
+    /// Where the agent looks for a session file that is now `source` (under
+    /// `from_root`), once its store is `to_root` and its working directory `cwd`.
+    fn dest_dir(
+        self,
+        source: &Path,
+        from_root: &Path,
+        to_root: &Path,
+        cwd: &str,
+    ) -> Result<PathBuf, SessionError> {
+        Ok(match self {
+            SessionStore::ClaudeCode => claude_dest_dir(to_root, cwd)?,
+            SessionStore::Pi => to_root.join(pi_session_dir_name(cwd)),
+            // Codex files live in date folders that do not depend on the cwd.
+            SessionStore::Codex => {
+                let relative = source
+                    .parent()
+                    .and_then(|p| p.strip_prefix(from_root).ok())
+                    .unwrap_or(Path::new(""));
+                to_root.join(relative)
+            }
+        })
+    }
+
+    /// Copies `source` (and Claude Code's side folder) into `dest_dir` with
+    /// `old_cwd` rewritten to `new_cwd`; returns the new file.
+    fn copy_into(
+        self,
+        session_id: &str,
+        source: &Path,
+        dest_dir: &Path,
+        old_cwd: &str,
+        new_cwd: &str,
+    ) -> Result<PathBuf, SessionError> {
+        let file_name =
+            source
+                .file_name()
+                .map(|n| n.to_owned())
+                .ok_or_else(|| SessionError::InvalidPath {
+                    path: source.to_owned(),
+                    reason: "session file has no name",
+                })?;
+        let dest = dest_dir.join(&file_name);
+        copy_rewritten(source, &dest, old_cwd, new_cwd)?;
+        if self == SessionStore::ClaudeCode {
+            let side = source.with_extension("");
+            if side.is_dir() {
+                copy_tree_rewritten(&side, &dest_dir.join(session_id), old_cwd, new_cwd)?;
+            }
+        }
+        Ok(dest)
+    }
+
     /// The session file of `session_id` for an agent that ran with `home` in
     /// `cwd`. Looks in the cwd's folder first, then in the whole store (a
     /// session can be resumed from another directory).
@@ -137,11 +323,16 @@ impl SessionStore {
         session_id: &str,
     ) -> Result<PathBuf, SessionError> {
         check_id(session_id)?;
-        let root = self.root(home);
+        self.locate_in(&self.root(home), &utf8(cwd)?, session_id)
+    }
+
+    /// [`SessionStore::locate`] in the store `root`.
+    fn locate_in(self, root: &Path, cwd: &str, session_id: &str) -> Result<PathBuf, SessionError> {
+        let root = root.to_path_buf();
         let found = match self {
             SessionStore::ClaudeCode => {
                 let file = format!("{session_id}.jsonl");
-                let name = claude_project_dir_name(&utf8(cwd)?);
+                let name = claude_project_dir_name(cwd);
                 let direct = root.join(&name).join(&file);
                 if direct.is_file() {
                     Some(direct)
@@ -157,7 +348,7 @@ impl SessionStore {
             }
             SessionStore::Pi => {
                 let suffix = format!("_{session_id}.jsonl");
-                let dir = root.join(pi_session_dir_name(&utf8(cwd)?));
+                let dir = root.join(pi_session_dir_name(cwd));
                 match find_in_dir(&dir, |f| f.ends_with(&suffix))? {
                     Some(found) => Some(found),
                     None => find_in_subdirs(&root, |f| f.ends_with(&suffix))?,
@@ -186,36 +377,13 @@ impl SessionStore {
         let new_cwd = absolute_dir(to.cwd)?;
         absolute_dir(to.home)?;
         let source = self.locate(from.home, from.cwd, session_id)?;
-        let file_name =
-            source
-                .file_name()
-                .map(|n| n.to_owned())
-                .ok_or_else(|| SessionError::InvalidPath {
-                    path: source.clone(),
-                    reason: "session file has no name",
-                })?;
-        let dest_root = self.root(to.home);
-        let dest_dir = match self {
-            SessionStore::ClaudeCode => claude_dest_dir(&dest_root, &new_cwd)?,
-            SessionStore::Codex => {
-                let src_root = self.root(from.home);
-                let relative = source
-                    .parent()
-                    .and_then(|p| p.strip_prefix(&src_root).ok())
-                    .unwrap_or(Path::new(""));
-                dest_root.join(relative)
-            }
-            SessionStore::Pi => dest_root.join(pi_session_dir_name(&new_cwd)),
-        };
-        let dest = dest_dir.join(&file_name);
-        copy_rewritten(&source, &dest, &old_cwd, &new_cwd)?;
-        if self == SessionStore::ClaudeCode {
-            let side = source.with_extension("");
-            if side.is_dir() {
-                copy_tree_rewritten(&side, &dest_dir.join(session_id), &old_cwd, &new_cwd)?;
-            }
-        }
-        Ok(dest)
+        let dest_dir = self.dest_dir(
+            &source,
+            &self.root(from.home),
+            &self.root(to.home),
+            &new_cwd,
+        )?;
+        self.copy_into(session_id, &source, &dest_dir, &old_cwd, &new_cwd)
     }
 }
 
