@@ -332,6 +332,13 @@ pub fn validate_run(
         )
     })?;
     args.agent.build().map_err(|e| invalid(e.to_string()))?;
+    // A handoff continues the conversation the person had in that worktree.
+    if handoff
+        && let Some(record) = args.worktree.as_ref().and_then(|w| worktree::find(host, w))
+        && let Some(id) = args.agent.resume_latest_session(&record.path)
+    {
+        tracing::info!(session = %id, "handoff resumes the worktree's latest session");
+    }
     if args.max_iterations == Some(0) {
         return Err(invalid("maxIterations must be at least 1".into()));
     }

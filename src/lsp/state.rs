@@ -503,6 +503,7 @@ impl State {
                     completion_signal: result.completion_signal,
                     session_id: result.session_id,
                     usage: result.usage,
+                    final_text: result.final_text,
                 })
                 .await;
             let run_id = record.run_id.clone();

@@ -368,6 +368,25 @@ impl AgentSpec {
         }
     }
 
+    /// For a handoff: when no session is named, resume the newest one the agent
+    /// keeps for `cwd` (the interactive conversation in that worktree), if it
+    /// keeps any. Returns the session id chosen.
+    pub fn resume_latest_session(&mut self, cwd: &std::path::Path) -> Option<String> {
+        let store = self.session_store()?;
+        let options = self.options_mut()?;
+        if options.resume.is_some() {
+            return None;
+        }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from)?;
+        let root = store.root_in_env(&home, |name| std::env::var_os(name));
+        let id = store.latest_for_cwd(&root, cwd)?;
+        options.resume = Some(ResumeSpec {
+            session_id: id.clone(),
+            fork: false,
+        });
+        Some(id)
+    }
+
     /// Builds the provider, checking every option.
     pub fn build(&self) -> Result<Box<dyn Agent>, AgentSpecError> {
         match self {

@@ -123,6 +123,60 @@ pub fn codex_usage_total(file: &Path) -> Option<TokenTotals> {
     })
 }
 
+/// The newest Codex thread whose `session_meta` names `cwd`: rollout files
+/// are named by their start time, so the newest date folders and names are
+/// read first, and only the first line of each.
+fn codex_latest_for_cwd(root: &Path, cwd: &str) -> Option<String> {
+    let sorted_desc = |dir: &Path| -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        entries.reverse();
+        entries
+    };
+    // A person's recent threads are in the newest folders; older ones are not worth a scan.
+    let mut budget = 500;
+    for year in sorted_desc(root) {
+        for month in sorted_desc(&year) {
+            for day in sorted_desc(&month) {
+                for file in sorted_desc(&day) {
+                    if budget == 0 {
+                        return None;
+                    }
+                    budget -= 1;
+                    let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+                        continue;
+                    };
+                    if !(name.starts_with("rollout-") && name.ends_with(".jsonl")) {
+                        continue;
+                    }
+                    let Ok(f) = fs::File::open(&file) else {
+                        continue;
+                    };
+                    let mut first = String::new();
+                    if io::BufRead::read_line(&mut io::BufReader::new(f), &mut first).is_err() {
+                        continue;
+                    }
+                    let Ok(meta) = serde_json::from_str::<serde_json::Value>(&first) else {
+                        continue;
+                    };
+                    let payload = &meta["payload"];
+                    if payload["cwd"].as_str().map(|c| c.trim_end_matches('/')) == Some(cwd)
+                        && let Some(id) = payload["id"].as_str()
+                    {
+                        return Some(id.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 /// A session that cannot be found or copied.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -313,9 +367,40 @@ impl SessionStore {
         Ok(dest)
     }
 
+    /// The id of the newest session under the store `root` that was started in
+    /// `cwd` (what an interactive session there left behind), if any.
+    pub fn latest_for_cwd(self, root: &Path, cwd: &Path) -> Option<String> {
+        let cwd = absolute_dir(cwd).ok()?;
+        let newest = |dir: PathBuf| -> Option<PathBuf> {
+            fs::read_dir(dir)
+                .ok()?
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.ends_with(".jsonl"))
+                })
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .max()
+                .map(|(_, path)| path)
+        };
+        let stem = |path: &Path| path.file_stem()?.to_str().map(str::to_owned);
+        let id = match self {
+            SessionStore::ClaudeCode => stem(&newest(root.join(claude_project_dir_name(&cwd)))?)?,
+            SessionStore::Pi => {
+                let file = stem(&newest(root.join(pi_session_dir_name(&cwd)))?)?;
+                file.rsplit_once('_')?.1.to_owned()
+            }
+            SessionStore::Codex => codex_latest_for_cwd(root, &cwd)?,
+        };
+        check_id(&id).ok().map(|()| id)
+    }
+
     /// The session file of `session_id` for an agent that ran with `home` in
-    /// `cwd`. Looks in the cwd's folder first, then in the whole store (a
-    /// session can be resumed from another directory).
+    /// `cwd`: of the copies in the store (a session can be resumed from another
+    /// directory, and carrying it leaves one per directory), the most recently
+    /// written one, the cwd's own on a tie.
     pub fn locate(
         self,
         home: &Path,
@@ -332,13 +417,8 @@ impl SessionStore {
         let found = match self {
             SessionStore::ClaudeCode => {
                 let file = format!("{session_id}.jsonl");
-                let name = claude_project_dir_name(cwd);
-                let direct = root.join(&name).join(&file);
-                if direct.is_file() {
-                    Some(direct)
-                } else {
-                    find_in_subdirs(&root, |f| f == file)?
-                }
+                let home_dir = root.join(claude_project_dir_name(cwd));
+                newest_in_subdirs(&root, &home_dir, |f| f == file)?
             }
             SessionStore::Codex => {
                 let suffix = format!("-{session_id}.jsonl");
@@ -348,11 +428,8 @@ impl SessionStore {
             }
             SessionStore::Pi => {
                 let suffix = format!("_{session_id}.jsonl");
-                let dir = root.join(pi_session_dir_name(cwd));
-                match find_in_dir(&dir, |f| f.ends_with(&suffix))? {
-                    Some(found) => Some(found),
-                    None => find_in_subdirs(&root, |f| f.ends_with(&suffix))?,
-                }
+                let home_dir = root.join(pi_session_dir_name(cwd));
+                newest_in_subdirs(&root, &home_dir, |f| f.ends_with(&suffix))?
             }
         };
         found.ok_or_else(|| SessionError::NotFound {
@@ -587,8 +664,13 @@ fn find_in_dir(
     Ok(found.pop())
 }
 
-fn find_in_subdirs(
+/// The most recently written file of any folder under `root` that `matches`
+/// (on a tie, the one in `preferred`): a session carried from worktree to
+/// worktree leaves a copy in each folder, and the newest holds the whole
+/// conversation.
+fn newest_in_subdirs(
     root: &Path,
+    preferred: &Path,
     matches: impl Fn(&str) -> bool,
 ) -> Result<Option<PathBuf>, SessionError> {
     let entries = match fs::read_dir(root) {
@@ -596,18 +678,27 @@ fn find_in_subdirs(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(root)(e)),
     };
-    let mut dirs: Vec<PathBuf> = entries
+    let mut best: Option<(std::time::SystemTime, bool, PathBuf)> = None;
+    for dir in entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        if let Some(found) = find_in_dir(&dir, &matches)? {
-            return Ok(Some(found));
+    {
+        let Some(found) = find_in_dir(&dir, &matches)? else {
+            continue;
+        };
+        let written = fs::metadata(&found)
+            .and_then(|m| m.modified())
+            .map_err(io_err(&found))?;
+        let candidate = (written, dir == preferred, found);
+        if best
+            .as_ref()
+            .is_none_or(|b| (candidate.0, candidate.1) > (b.0, b.1))
+        {
+            best = Some(candidate);
         }
     }
-    Ok(None)
+    Ok(best.map(|(_, _, path)| path))
 }
 
 fn find_recursive(
