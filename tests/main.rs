@@ -21,6 +21,7 @@ mod lsp_commands;
 mod lsp_runs;
 mod no_data_loss;
 mod processes;
+mod real_agents;
 mod real_streams;
 mod ref_guard;
 mod runs;
