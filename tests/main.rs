@@ -23,7 +23,7 @@ mod no_data_loss;
 mod processes;
 mod real_agents;
 mod real_streams;
-mod ref_guard;
+mod run_cannot_write_the_host_git;
 mod runs;
 mod source_policy;
 mod strategies;

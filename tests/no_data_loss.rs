@@ -175,14 +175,28 @@ fn host_changes_in_the_way_abort_the_merge_and_keep_everything() {
         "the agent's commit is kept on its branch"
     );
 
-    // A staged change anywhere also stops the merge.
-    std::fs::write(repo.join("README.md"), "# test repo\n").expect("restore");
-    std::fs::write(repo.join("staged.txt"), "staged\n").expect("write");
-    env.git(&repo, &["add", "staged.txt"]);
+    // A staged change to the file the agent changes stops the merge too.
+    std::fs::write(repo.join("README.md"), "staged work\n").expect("write");
+    env.git(&repo, &["add", "README.md"]);
     let before = host_state(&env, &repo);
     let (_, err) = env.slipway_fail(&repo, &run_args(&["--strategy", "merge-to-head"], &agent));
     assert_eq!(err["kind"], "hostDirty");
     assert_eq!(host_state(&env, &repo), before);
+    env.git(&repo, &["reset", "-q", "--hard"]);
+
+    // A staged change the merge does not touch stays staged, exactly.
+    std::fs::write(repo.join("staged.txt"), "staged\n").expect("write");
+    env.git(&repo, &["add", "staged.txt"]);
+    let done = env.slipway_json(&repo, &run_args(&["--strategy", "merge-to-head"], &agent));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        env.git(&repo, &["diff", "--cached", "--name-only"]),
+        "staged.txt"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).expect("read"),
+        "agent version\n"
+    );
 
     // An untracked host file where the agent adds one is not overwritten.
     env.git(&repo, &["reset", "-q"]);

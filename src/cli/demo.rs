@@ -64,6 +64,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
             hook: Duration::from_secs(60),
             completion_grace: Duration::from_secs(2),
             merge: Duration::from_secs(60),
+            ..Timeouts::default()
         },
         hooks: Hooks::default(),
     };

@@ -24,7 +24,6 @@ use slipway_core::git::policy::{self, SourcePolicy};
 use slipway_core::git::{HostRepo, branches};
 use slipway_core::run::{self, Hooks, RunEvent, RunRequest, RunStrategy, SandboxSpec, Timeouts};
 use slipway_core::worktree::{self, CreateRequest, WorktreeTarget};
-use tokio_util::sync::CancellationToken;
 
 use args::{AgentArg, Cli, Command, RunArgs, SandboxArg, SourceArgs, StrategyArg, WorktreeCommand};
 pub use error::CliError;
@@ -78,7 +77,12 @@ fn open(repo: &Option<PathBuf>) -> Result<HostRepo, CliError> {
         Some(p) => p.clone(),
         None => std::env::current_dir()?,
     };
-    Ok(HostRepo::open(&path)?)
+    let host = HostRepo::open(&path)?;
+    // What a crashed slipway left half done is finished or undone first.
+    for note in slipway_core::recovery::recover(&host) {
+        eprintln!("slipway: {note}");
+    }
+    Ok(host)
 }
 
 fn source_policy(args: &SourceArgs, default: SourcePolicy) -> Result<SourcePolicy, CliError> {
@@ -406,6 +410,7 @@ fn run_request(args: RunArgs) -> Result<RunRequest, CliError> {
             hook: Duration::from_secs(args.hook_timeout),
             completion_grace: Duration::from_secs(args.completion_grace),
             merge: Duration::from_secs(args.merge_timeout),
+            ..Timeouts::default()
         },
         hooks: Hooks {
             host_on_worktree_ready: args.on_worktree_ready,
@@ -441,7 +446,7 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let cancel = CancellationToken::new();
+    let control = run::RunControl::new();
     let spinner = spinner(json, String::new());
     let sink_spinner = spinner.clone();
     let events: run::EventSink = Arc::new(move |event: &RunEvent| {
@@ -462,20 +467,24 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
         }
     });
     let outcome = runtime.block_on(async {
-        let watcher = cancel.clone();
+        let watcher = control.clone();
         tokio::spawn(async move {
             let mut term =
                 match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
                     Ok(s) => s,
                     Err(_) => return,
                 };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
+            // The first request stops the agent; a second one also stops
+            // waiting for an isolated sandbox's work to come back.
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {},
+                    _ = term.recv() => {},
+                }
+                watcher.stop();
             }
-            watcher.cancel();
         });
-        run::run(host, request, cancel.clone(), events).await
+        run::run(host, request, control.clone(), events).await
     });
     if let Some(pb) = spinner {
         pb.finish_and_clear();

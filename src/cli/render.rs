@@ -86,6 +86,8 @@ pub fn worktrees(list: &[WorktreeStatus]) -> String {
             Health::Ok => String::new(),
             Health::Creating => "  (being created)".to_owned(),
             Health::Missing => "  ORPHAN: the worktree directory is gone; `slipway worktree close` clears the record".to_owned(),
+            Health::Incomplete => "  INCOMPLETE: its create was interrupted; the next slipway command undoes it".to_owned(),
+            Health::Corrupt => format!("  CORRUPT RECORD: {}", w.why.as_deref().unwrap_or("")),
         };
         let _ = writeln!(
             out,
@@ -113,13 +115,14 @@ pub fn closed(outcome: &CloseOutcome) -> String {
             branch,
             branch_deleted,
             branch_kept,
+            kept_commit,
             ..
         } => {
             let _ = writeln!(out, "Removed worktree {}", path.display());
             if *branch_deleted {
                 let _ = writeln!(out, "  deleted temporary branch {branch}");
             }
-            if let Some(kept) = branch_kept {
+            for kept in branch_kept.iter().chain(kept_commit) {
                 let _ = writeln!(out, "  {kept}");
             }
         }
@@ -200,16 +203,20 @@ pub fn run_result(r: &RunResult) -> String {
     if let Some(k) = &r.kept_branch {
         let _ = writeln!(out, "  {k}");
     }
-    for c in &r.refs_restored {
+    if let Some(side) = r.import.as_ref().and_then(|i| i.side_branch.as_ref()) {
         let _ = writeln!(
             out,
-            "  ref guard: {} was moved and {}",
+            "  the run's commits are on '{}': {}",
+            side.name, side.reason
+        );
+    }
+    for c in &r.refs_ignored {
+        let _ = writeln!(
+            out,
+            "  ignored: the agent changed {} in its private git dir ({} -> {}); the host's ref was not touched",
             c.name,
-            if c.restored {
-                "restored"
-            } else {
-                "could NOT be restored"
-            }
+            c.before.as_deref().unwrap_or("absent"),
+            c.after.as_deref().unwrap_or("deleted")
         );
     }
     for w in &r.warnings {

@@ -151,9 +151,11 @@ pub fn close(args: CloseArgs) -> Answer {
             branch,
             branch_deleted,
             branch_kept,
+            kept_commit,
         } => json!({
             "removed": true, "id": id, "path": path, "branch": branch,
             "branchDeleted": branch_deleted, "branchKept": branch_kept,
+            "keptCommit": kept_commit,
         }),
         CloseOutcome::Preserved {
             id,
@@ -379,6 +381,7 @@ pub fn validate_run(
                 .merge_timeout_secs
                 .map(Duration::from_secs)
                 .unwrap_or(defaults.merge),
+            ..defaults
         },
         hooks: args.hooks.unwrap_or_default(),
     })

@@ -607,8 +607,13 @@ async fn send_progress(client: &Client, token: &NumberOrString, value: WorkDoneP
 }
 
 /// The common dir and root of the repository `path` is in (blocking).
+/// A repository seen for the first time also gets what a crashed slipway
+/// left half done finished or undone.
 pub fn open_paths(path: &Path) -> Option<(PathBuf, PathBuf)> {
     let host = HostRepo::open(path).ok()?;
+    for note in slipway_core::recovery::recover(&host) {
+        tracing::info!("{}: {note}", host.root().display());
+    }
     Some((host.common_dir().to_path_buf(), host.root().to_path_buf()))
 }
 

@@ -7,8 +7,12 @@
 
 pub mod agent;
 pub mod git;
+pub mod journal;
+pub mod nofollow;
+pub mod recovery;
 pub mod run;
 pub mod sandbox;
+pub mod testhook;
 pub mod util;
 pub mod workspace;
 pub mod worktree;

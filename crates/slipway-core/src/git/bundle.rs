@@ -1,7 +1,7 @@
 //! Git bundles (format v2) without the git CLI: a header naming refs, then a
 //! pack. They carry commits into and out of isolated sandboxes with their SHAs.
 
-use std::io::Write;
+use std::io::BufRead;
 use std::path::Path;
 
 use git2::{Oid, Repository};
@@ -57,39 +57,55 @@ pub fn create_at(
 
 /// Stores a bundle's objects in `repo` and returns the refs it names (no ref is written).
 pub fn import(repo: &Repository, bytes: &[u8]) -> Result<Vec<(Oid, String)>, BundleError> {
-    let mut rest = bytes;
-    let mut take_line = || -> Option<&[u8]> {
-        let end = rest.iter().position(|&b| b == b'\n')?;
-        let line = &rest[..end];
-        rest = &rest[end + 1..];
-        Some(line)
-    };
-    let first = take_line().ok_or(BundleError::BadHeader)?;
-    let v3 = match first {
+    import_from(repo, bytes)
+}
+
+/// [`import`] from a bundle file, streamed: the pack never sits in memory.
+pub fn import_file(repo: &Repository, path: &Path) -> Result<Vec<(Oid, String)>, BundleError> {
+    let file = std::fs::File::open(path)?;
+    import_from(repo, std::io::BufReader::with_capacity(1 << 16, file))
+}
+
+fn import_from(
+    repo: &Repository,
+    mut reader: impl std::io::BufRead,
+) -> Result<Vec<(Oid, String)>, BundleError> {
+    // Header lines are short; a "line" this long is not a bundle.
+    const LINE_LIMIT: u64 = 64 << 10;
+    fn take_line(reader: &mut impl std::io::BufRead) -> Result<Vec<u8>, BundleError> {
+        let mut line = Vec::new();
+        std::io::Read::take(reader, LINE_LIMIT).read_until(b'\n', &mut line)?;
+        if line.pop() != Some(b'\n') {
+            return Err(BundleError::BadHeader);
+        }
+        Ok(line)
+    }
+    let first = take_line(&mut reader)?;
+    let v3 = match first.as_slice() {
         b"# v2 git bundle" => false,
         b"# v3 git bundle" => true,
         _ => return Err(BundleError::BadHeader),
     };
     let mut refs = Vec::new();
     loop {
-        let line = take_line().ok_or(BundleError::BadHeader)?;
+        let line = take_line(&mut reader)?;
         if line.is_empty() {
             break;
         }
         if line.starts_with(b"-") || (v3 && line.starts_with(b"@")) {
             continue;
         }
-        let text = std::str::from_utf8(line).map_err(|_| BundleError::BadHeader)?;
+        let text = std::str::from_utf8(&line).map_err(|_| BundleError::BadHeader)?;
         let (sha, name) = text.split_once(' ').ok_or(BundleError::BadHeader)?;
         refs.push((
             Oid::from_str(sha).map_err(|_| BundleError::BadHeader)?,
             name.to_owned(),
         ));
     }
-    if !rest.is_empty() {
+    if !reader.fill_buf()?.is_empty() {
         let odb = repo.odb()?;
         let mut writer = odb.packwriter()?;
-        writer.write_all(rest)?;
+        std::io::copy(&mut reader, &mut writer)?;
         writer.commit()?;
     }
     Ok(refs)
@@ -193,78 +209,4 @@ pub fn of_branch(
     let have = have.filter(|h| repo.find_commit(*h).is_ok());
     let bytes = step("cannot bundle the branch", create(&repo, &refname, have))?;
     Ok((bytes, tip))
-}
-
-/// Where commits that came back in a bundle went.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Applied {
-    /// The bundle's tip for the branch, when it named the branch.
-    pub tip: Option<Oid>,
-    /// Set when the tip was not a fast-forward of `base`: the commits were
-    /// kept on this side branch and the branch did not move.
-    pub diverged_branch: Option<String>,
-}
-
-/// Imports a bundle's commits into the repository at `repo_dir` and, when the
-/// bundle's `branch` is a fast-forward of `base` (what the other side started
-/// from, still the branch's tip here), checks the new tip out in the clean
-/// checkout at `worktree` and moves the branch. Otherwise the commits are kept
-/// on a side branch and nothing else changes.
-pub fn apply(
-    repo_dir: &Path,
-    worktree: &Path,
-    branch: &str,
-    base: Option<Oid>,
-    bytes: &[u8],
-) -> Result<Applied, StepError> {
-    let repo = step("cannot open the repository", Repository::open(repo_dir))?;
-    let refs = step("cannot import the commits", import(&repo, bytes))?;
-    let refname = format!("refs/heads/{branch}");
-    let Some((tip, _)) = refs.iter().find(|(_, name)| *name == refname) else {
-        return Ok(Applied::default());
-    };
-    let current = repo.refname_to_id(&refname).ok();
-    let fast_forward = match current {
-        None => true,
-        Some(c) => c == *tip || repo.graph_descendant_of(*tip, c).unwrap_or(false),
-    };
-    if !(fast_forward && current == base) {
-        let side = format!("{branch}-isolated-{}", &tip.to_string()[..8]);
-        step(
-            "cannot keep the diverged commits",
-            repo.reference(
-                &format!("refs/heads/{side}"),
-                *tip,
-                false,
-                "slipway: diverged isolated work",
-            ),
-        )?;
-        return Ok(Applied {
-            tip: Some(*tip),
-            diverged_branch: Some(side),
-        });
-    }
-    let wt = step("cannot open the worktree", Repository::open(worktree))?;
-    let commit = step("cannot read the new tip", wt.find_commit(*tip))?;
-    // The worktree is as the other side started (clean apart from what was
-    // seeded); bring its files and index to the new tip, then move the branch.
-    let mut checkout = git2::build::CheckoutBuilder::new();
-    checkout.force();
-    step(
-        "cannot update the worktree",
-        wt.checkout_tree(commit.as_object(), Some(&mut checkout)),
-    )?;
-    step(
-        "cannot move the branch",
-        repo.reference(
-            &refname,
-            *tip,
-            true,
-            "slipway: commits from the isolated sandbox",
-        ),
-    )?;
-    Ok(Applied {
-        tip: Some(*tip),
-        diverged_branch: None,
-    })
 }

@@ -1,23 +1,29 @@
-//! Bringing a branch back into the host's current branch, all-or-nothing.
+//! Bringing a branch back into the host's branch, all-or-nothing, by git's
+//! rules for a checkout the user works in (DESIGN §2 "Runs").
 //!
-//! Nothing is written to the host until the result is known to apply: the merge
-//! is computed in memory, conflicts abort before any file changes, and the
-//! working tree is updated with a safe checkout that refuses to overwrite the
-//! user's uncommitted work. Either the branch moves and the files follow, or
-//! HEAD, index and working tree are exactly as before.
+//! A merge is planned first, writing nothing the host can see: the branch it
+//! goes into must still be the host's current branch (else nothing is merged),
+//! the merge is computed in memory onto that branch's tip *now* (the user may
+//! have committed meanwhile), and every path it changes is checked against
+//! the host: a path that is staged, modified, untracked or ignored there (or
+//! sits under such a file, or holds such files where a file would go) stops
+//! it before anything changes. Changes to other paths stay as they are, the
+//! index included (the merge commit is made from trees, never from the index).
 //!
-//! The merge timeout covers everything before the first write to the host:
-//! computing the merge (on a helper thread with its own handle, abandoned when
-//! the time is up; it writes nothing the host can see) and the checkout's
-//! analysis of which files change. Once files start to change the checkout
-//! finishes, because stopping half way would leave the host half merged.
+//! Then exactly the planned paths are written, the branch moves by
+//! compare-and-swap, and a failure restores exactly those paths, which were
+//! clean. The caller journals the plan first (see [`crate::journal`]), so a
+//! merge that was killed half way is undone by [`recover`].
+//!
+//! The merge timeout covers the planning: computing the merged tree (on a
+//! helper thread with its own handle, abandoned when the time is up) and the
+//! checks. Once files start to change the merge finishes, because stopping
+//! half way would leave the host half merged.
 
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository, build::CheckoutBuilder};
 use serde::Serialize;
-
-use super::staged_paths;
 
 /// What a successful merge did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -43,11 +49,20 @@ pub enum MergeError {
         "host HEAD is detached, so there is no branch to merge into; check out a branch in the host repository and merge '{branch}' yourself"
     )]
     DetachedHost { branch: String },
+    /// The host switched to another branch since the work started.
+    #[error(
+        "the host is now on '{now}', not on '{into}' where the work was to land, so nothing was merged; '{branch}' is kept: switch back and run `git merge {branch}`, or merge it wherever you like"
+    )]
+    HostSwitched {
+        branch: String,
+        into: String,
+        now: String,
+    },
     /// The branch to merge is gone.
     #[error("branch '{branch}' does not exist")]
     NoSuchBranch { branch: String },
     /// The host's uncommitted changes are in the way.
-    #[error("the host repository has uncommitted changes in the way of merging '{branch}' ({}); commit or stash them, then run: git merge {branch}", paths.join(", "))]
+    #[error("the host repository has uncommitted or ignored files in the way of merging '{branch}' ({}); nothing changed: commit, stash or move them, then run: git merge {branch}", paths.join(", "))]
     HostDirty { branch: String, paths: Vec<String> },
     /// The branches conflict.
     #[error("merging '{branch}' into '{target}' conflicts in {}; the merge was aborted and nothing changed; resolve it with: git merge {branch}", paths.join(", "))]
@@ -62,6 +77,15 @@ pub enum MergeError {
         "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise --merge-timeout"
     )]
     Timeout { branch: String, secs: u64 },
+    /// The branch moved while the files were written (the user committed
+    /// that instant): the files were put back.
+    #[error(
+        "'{target}' moved while '{branch}' was being merged into it; the merged files were put back and nothing changed; run the merge again, or: git merge {branch}"
+    )]
+    Raced { branch: String, target: String },
+    /// The journal could not be written, so the merge did not start.
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -72,27 +96,57 @@ impl MergeError {
     pub fn kind(&self) -> &'static str {
         match self {
             MergeError::DetachedHost { .. } => "detachedHead",
+            MergeError::HostSwitched { .. } => "hostSwitched",
             MergeError::NoSuchBranch { .. } => "unknownRef",
             MergeError::HostDirty { .. } => "hostDirty",
-            MergeError::Conflict { .. } => "mergeConflict",
+            MergeError::Conflict { .. } | MergeError::Raced { .. } => "mergeConflict",
             MergeError::Timeout { .. } => "mergeTimeout",
+            MergeError::Journal(_) => "io",
             MergeError::Git(_) => "git",
         }
     }
 }
 
-/// Merges local branch `branch` into the host's current branch: fast-forward
-/// where possible, else a merge commit. Gives up with [`MergeError::Timeout`]
-/// if it has not started changing the host within `timeout`.
-pub fn merge_into_host(
+/// A merge worked out and checked, not yet written: what [`apply`] does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergePlan {
+    /// The branch being merged (short name).
+    pub branch: String,
+    /// The host branch it goes into (full ref).
+    pub target: String,
+    /// That branch's tip when planned.
+    pub ours: Oid,
+    /// Its tip afterwards (the branch's tip, or a new merge commit).
+    pub new: Oid,
+    /// A fast-forward (no merge commit).
+    pub fast_forward: bool,
+    /// Every path whose file changes.
+    pub paths: Vec<String>,
+}
+
+/// What merging needs to know besides the repository.
+#[derive(Debug, Clone, Copy)]
+pub struct MergeRequest<'a> {
+    /// The branch to merge (short name).
+    pub branch: &'a str,
+    /// The host branch the work was meant for (short name); `None` takes the
+    /// host's current branch, whichever it is.
+    pub into: Option<&'a str>,
+    /// How long planning may take.
+    pub timeout: Duration,
+}
+
+/// Plans merging `request.branch` into the host's current branch. `Ok(None)`
+/// when the host already holds every commit.
+pub fn plan(
     host: &Repository,
-    branch: &str,
-    timeout: Duration,
-) -> Result<MergeOutcome, MergeError> {
+    request: &MergeRequest<'_>,
+) -> Result<Option<MergePlan>, MergeError> {
+    let branch = request.branch;
     let deadline = Deadline {
         // A timeout too large to add is no timeout.
-        at: Instant::now().checked_add(timeout),
-        secs: timeout.as_secs(),
+        at: Instant::now().checked_add(request.timeout),
+        secs: request.timeout.as_secs(),
         branch,
     };
     let head_ref = host.find_reference("HEAD")?;
@@ -105,6 +159,15 @@ pub fn merge_into_host(
         .strip_prefix("refs/heads/")
         .unwrap_or(&target_full)
         .to_owned();
+    if let Some(into) = request.into
+        && into != target
+    {
+        return Err(MergeError::HostSwitched {
+            branch: branch.to_owned(),
+            into: into.to_owned(),
+            now: target,
+        });
+    }
     let theirs = host
         .find_reference(&format!("refs/heads/{branch}"))
         .and_then(|r| r.peel_to_commit())
@@ -118,16 +181,8 @@ pub fn merge_into_host(
             branch: branch.to_owned(),
         })?;
     if ours.id() == theirs.id() || host.graph_descendant_of(ours.id(), theirs.id())? {
-        return Ok(MergeOutcome::UpToDate);
+        return Ok(None);
     }
-    let staged = staged_paths(host)?;
-    if !staged.is_empty() {
-        return Err(MergeError::HostDirty {
-            branch: branch.to_owned(),
-            paths: staged,
-        });
-    }
-
     let fast_forward = host.graph_descendant_of(theirs.id(), ours.id())?;
     let (new_commit, new_tree) = if fast_forward {
         (theirs.id(), theirs.tree()?)
@@ -145,35 +200,255 @@ pub fn merge_into_host(
         let tree = host.find_tree(tree_id)?;
         let sig = super::signature(host)?;
         let message = format!("Merge branch '{branch}' into {target}\n");
-        // Written as a loose object only: no ref moves until the files are in place.
+        // Written as an object only: no ref moves until the files are in place.
         let commit = host.commit(None, &sig, &sig, &message, &tree, &[&ours, &theirs])?;
         (commit, tree)
     };
-
-    checkout_safely(host, &new_tree, &deadline)?;
-    let message = if fast_forward {
-        format!("slipway: fast-forward {target} to {branch}")
-    } else {
-        format!("slipway: merge {branch} into {target}")
-    };
-    if let Err(err) = host.reference_matching(&target_full, new_commit, true, ours.id(), &message) {
-        // Someone moved the branch under us: put the files back as they were.
-        let old_tree = ours.tree()?;
-        let mut undo = CheckoutBuilder::new();
-        undo.force();
-        let _ = host.checkout_tree(old_tree.as_object(), Some(&mut undo));
-        return Err(MergeError::Git(err));
+    let changes = changed_paths_between(host, Some(&ours.tree()?), &new_tree)?;
+    if deadline.passed() {
+        return Err(deadline.error());
     }
-    Ok(if fast_forward {
+    let blocked = in_the_way(host, &changes)?;
+    if !blocked.is_empty() {
+        return Err(MergeError::HostDirty {
+            branch: branch.to_owned(),
+            paths: blocked,
+        });
+    }
+    if deadline.passed() {
+        return Err(deadline.error());
+    }
+    Ok(Some(MergePlan {
+        branch: branch.to_owned(),
+        target: target_full,
+        ours: ours.id(),
+        new: new_commit,
+        fast_forward,
+        paths: changes.into_iter().map(|c| c.path).collect(),
+    }))
+}
+
+/// Merges `request.branch` into the host: plans it, journals the plan, writes
+/// it. Nothing changes on any error; a merge killed half way is undone by the
+/// next slipway command (see [`crate::recovery`]).
+pub fn merge_into_host(
+    host: &super::HostRepo,
+    request: &MergeRequest<'_>,
+) -> Result<MergeOutcome, MergeError> {
+    let Some(plan) = plan(host.git(), request)? else {
+        return Ok(MergeOutcome::UpToDate);
+    };
+    let journal = crate::journal::Journal::begin(
+        &host.slipway_dir(),
+        &format!("merge-{}", crate::util::random_hex(4)),
+        &crate::journal::Operation::Merge {
+            target: plan.target.clone(),
+            ours: plan.ours.to_string(),
+            new: plan.new.to_string(),
+        },
+    )?;
+    let outcome = apply(host.git(), &plan);
+    // The outcome stands either way (applied, or put back): the journal has
+    // nothing left to recover.
+    if let Err(e) = journal.finish() {
+        tracing::warn!("{e}");
+    }
+    outcome
+}
+
+/// One path a merge changes, and whether the new tree holds a file there.
+#[derive(Debug, Clone)]
+struct Change {
+    path: String,
+    file_after: bool,
+}
+
+fn changed_paths_between(
+    repo: &Repository,
+    old: Option<&git2::Tree<'_>>,
+    new: &git2::Tree<'_>,
+) -> Result<Vec<Change>, git2::Error> {
+    let diff = repo.diff_tree_to_tree(old, Some(new), None)?;
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        let (old_file, new_file) = (delta.old_file(), delta.new_file());
+        if let Some(path) = new_file.path().or_else(|| old_file.path()) {
+            out.push(Change {
+                path: path.to_string_lossy().into_owned(),
+                file_after: delta.status() != git2::Delta::Deleted,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The paths the merge would touch that the host's uncommitted, untracked or
+/// ignored files are in the way of, as `git status --ignored` names them.
+fn in_the_way(host: &Repository, changes: &[Change]) -> Result<Vec<String>, git2::Error> {
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(false)
+        .include_ignored(true)
+        .recurse_ignored_dirs(false)
+        .exclude_submodules(false)
+        .renames_head_to_index(false);
+    let statuses = host.statuses(Some(&mut opts))?;
+    let mut blocked = Vec::new();
+    for entry in statuses.iter() {
+        if entry.status() == git2::Status::CURRENT {
+            continue;
+        }
+        let Ok(raw) = entry.path() else { continue };
+        let held = raw.trim_end_matches('/');
+        for change in changes {
+            let p = change.path.as_str();
+            let same = p == held;
+            // The merge writes inside a folder, or over a file, the user holds.
+            let below = p.starts_with(held) && p.as_bytes().get(held.len()) == Some(&b'/');
+            // The merge puts a file where the user holds files below it.
+            let above = change.file_after
+                && held.starts_with(p)
+                && held.as_bytes().get(p.len()) == Some(&b'/');
+            if same || below || above {
+                blocked.push(raw.to_owned());
+                break;
+            }
+        }
+    }
+    blocked.sort();
+    blocked.dedup();
+    Ok(blocked)
+}
+
+/// Writes a planned merge: the planned paths' files and index entries, then
+/// the branch by compare-and-swap. If the branch moved meanwhile the files
+/// are put back and nothing changed.
+pub fn apply(host: &Repository, plan: &MergePlan) -> Result<MergeOutcome, MergeError> {
+    let new_tree = host.find_commit(plan.new)?.tree()?;
+    write_paths(host, &new_tree, &plan.paths, true)?;
+    let message = if plan.fast_forward {
+        format!("slipway: fast-forward to {}", plan.branch)
+    } else {
+        format!("slipway: merge {}", plan.branch)
+    };
+    if host
+        .reference_matching(&plan.target, plan.new, true, plan.ours, &message)
+        .is_err()
+    {
+        let old_tree = host.find_commit(plan.ours)?.tree()?;
+        write_paths(host, &old_tree, &plan.paths, false)?;
+        return Err(MergeError::Raced {
+            branch: plan.branch.clone(),
+            target: plan.target.trim_start_matches("refs/heads/").to_owned(),
+        });
+    }
+    Ok(if plan.fast_forward {
         MergeOutcome::FastForward {
-            from: ours.id().to_string(),
-            to: new_commit.to_string(),
+            from: plan.ours.to_string(),
+            to: plan.new.to_string(),
         }
     } else {
         MergeOutcome::Merged {
-            commit: new_commit.to_string(),
+            commit: plan.new.to_string(),
         }
     })
+}
+
+/// Makes exactly `paths` of the checkout (files and index entries) what
+/// `tree` holds; nothing else is touched.
+fn write_paths(
+    host: &Repository,
+    tree: &git2::Tree<'_>,
+    paths: &[String],
+    crash_points: bool,
+) -> Result<(), git2::Error> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut builder = CheckoutBuilder::new();
+    builder.force().disable_pathspec_match(true);
+    for p in paths {
+        builder.path(p);
+    }
+    if crash_points {
+        builder.progress(|_, _, _| crate::testhook::point("merge"));
+    }
+    host.checkout_tree(tree.as_object(), Some(&mut builder))
+}
+
+/// What recovering an interrupted merge did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovered {
+    /// The branch had moved: the merge was complete.
+    Finished,
+    /// The branch had not moved: the files the merge wrote were put back.
+    Undone {
+        /// Paths changed since the merge was interrupted, left as they are.
+        left: Vec<String>,
+    },
+    /// The branch is somewhere else now: nothing was touched.
+    LeftAlone,
+}
+
+/// Finishes or undoes a merge of `target` from `ours` to `new` that was
+/// interrupted: when the branch did not move, every planned path whose file
+/// is what the merge wrote (or removed) is put back, together with its index
+/// entry; a file changed since is left as it is and named.
+pub fn recover(
+    host: &Repository,
+    target: &str,
+    ours: Oid,
+    new: Oid,
+) -> Result<Recovered, git2::Error> {
+    let now = host.find_reference(target).ok().and_then(|r| r.target());
+    if now == Some(new) {
+        return Ok(Recovered::Finished);
+    }
+    if now != Some(ours) {
+        return Ok(Recovered::LeftAlone);
+    }
+    let old_tree = host.find_commit(ours)?.tree()?;
+    let new_tree = host.find_commit(new)?.tree()?;
+    let root = host
+        .workdir()
+        .ok_or_else(|| git2::Error::from_str("the host has no working tree"))?
+        .to_path_buf();
+    let mut restore = Vec::new();
+    let mut left = Vec::new();
+    for change in changed_paths_between(host, Some(&old_tree), &new_tree)? {
+        let path = std::path::Path::new(&change.path);
+        let on_disk = blob_of_file(&root.join(path));
+        let old = old_tree.get_path(path).ok().map(|e| e.id());
+        let written = new_tree.get_path(path).ok().map(|e| e.id());
+        if on_disk == old {
+            continue;
+        }
+        if on_disk == written {
+            restore.push(change.path);
+        } else {
+            left.push(change.path);
+        }
+    }
+    write_paths(host, &old_tree, &restore, false)?;
+    Ok(Recovered::Undone { left })
+}
+
+/// The blob id of a working file as it is on disk (a symlink's target for a
+/// symlink), `None` when there is nothing there.
+fn blob_of_file(path: &std::path::Path) -> Option<Oid> {
+    let meta = path.symlink_metadata().ok()?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path).ok()?;
+        Oid::hash_object(
+            git2::ObjectType::Blob,
+            target.as_os_str().as_encoded_bytes(),
+        )
+        .ok()
+    } else if meta.is_file() {
+        Oid::hash_file(git2::ObjectType::Blob, path).ok()
+    } else {
+        None
+    }
 }
 
 /// When a merge must have started changing the host, and what to say if not.
@@ -249,57 +524,6 @@ fn merge_trees_in_time(
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(MergeError::Git(
             git2::Error::from_str("the merge thread stopped without an answer"),
         )),
-    }
-}
-
-/// Updates the working tree and index to `tree` from HEAD's tree, refusing
-/// (before writing anything) when an uncommitted change would be overwritten
-/// or when the deadline passes while libgit2 works out what to change.
-fn checkout_safely(
-    host: &Repository,
-    tree: &git2::Tree<'_>,
-    deadline: &Deadline<'_>,
-) -> Result<(), MergeError> {
-    if deadline.passed() {
-        return Err(deadline.error());
-    }
-    let mut blocked: Vec<String> = Vec::new();
-    let mut timed_out = false;
-    let result = {
-        let mut builder = CheckoutBuilder::new();
-        builder.safe();
-        // libgit2 reports every path while it plans the checkout, before it
-        // writes anything; saying no there leaves the host untouched.
-        builder.notify_on(
-            git2::CheckoutNotificationType::CONFLICT | git2::CheckoutNotificationType::UPDATED,
-        );
-        builder.notify(|why, path, _, _, _| {
-            if deadline.passed() {
-                timed_out = true;
-                return false;
-            }
-            if why.contains(git2::CheckoutNotificationType::CONFLICT)
-                && let Some(p) = path
-            {
-                blocked.push(p.to_string_lossy().into_owned());
-            }
-            true
-        });
-        host.checkout_tree(tree.as_object(), Some(&mut builder))
-    };
-    let branch = deadline.branch;
-    match result {
-        Ok(()) => Ok(()),
-        Err(_) if timed_out => Err(deadline.error()),
-        Err(e) if e.code() == git2::ErrorCode::Conflict || !blocked.is_empty() => {
-            blocked.sort();
-            blocked.dedup();
-            Err(MergeError::HostDirty {
-                branch: branch.to_owned(),
-                paths: blocked,
-            })
-        }
-        Err(e) => Err(MergeError::Git(e)),
     }
 }
 

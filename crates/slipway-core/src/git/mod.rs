@@ -10,11 +10,12 @@
 pub mod branches;
 pub mod bundle;
 pub mod clone;
+pub mod import;
 pub mod merge;
 pub mod pack_commits;
 pub mod policy;
+pub mod private_dir;
 pub mod refname;
-pub mod refsnap;
 pub mod worktrees;
 
 use std::path::{Path, PathBuf};

@@ -44,24 +44,109 @@ pub fn is_registered(repo: &Repository, id: &str) -> bool {
     repo.find_worktree(id).is_ok()
 }
 
-/// Registers worktree `id` at `path` and checks out local branch `branch` there.
+/// Registers worktree `id` at `path` and checks out local branch `branch`
+/// there. Each file checked out is a crash point of the create (see
+/// [`crate::testhook`]); git2 gives no way to watch the checkout of a new
+/// worktree, so libgit2 is called directly.
 pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(), git2::Error> {
+    use git2::Binding;
+    use libgit2_sys as raw;
+    use std::os::unix::ffi::OsStrExt;
+
+    extern "C" fn each_file(
+        _path: *const std::ffi::c_char,
+        _done: libc::size_t,
+        _total: libc::size_t,
+        _payload: *mut std::ffi::c_void,
+    ) {
+        crate::testhook::point("create");
+    }
+
     let reference = repo.find_reference(&format!("refs/heads/{branch}"))?;
-    let mut opts = git2::WorktreeAddOptions::new();
-    opts.reference(Some(&reference));
-    repo.worktree(id, path, Some(&opts))?;
+    let name = std::ffi::CString::new(id)?;
+    let dir = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: the options are initialised by libgit2 before use; `reference`,
+    // `name` and `dir` outlive the call; the worktree handle is freed once.
+    unsafe {
+        let mut opts: raw::git_worktree_add_options = std::mem::zeroed();
+        let rc =
+            raw::git_worktree_add_options_init(&mut opts, raw::GIT_WORKTREE_ADD_OPTIONS_VERSION);
+        if rc < 0 {
+            return Err(git2::Error::last_error(rc));
+        }
+        opts.reference = reference.raw();
+        opts.checkout_options.progress_cb = Some(each_file);
+        let mut out: *mut raw::git_worktree = std::ptr::null_mut();
+        let rc = raw::git_worktree_add(&mut out, repo.raw(), name.as_ptr(), dir.as_ptr(), &opts);
+        if rc < 0 {
+            return Err(git2::Error::last_error(rc));
+        }
+        raw::git_worktree_free(out);
+    }
     Ok(())
 }
 
-/// Drops the registration `id` (even when it is locked); with `remove_files`
-/// its directory goes too. Nothing happens when `id` is not registered.
-pub fn prune(repo: &Repository, id: &str, remove_files: bool) -> Result<(), git2::Error> {
+/// Drops the registration `id` (its admin dir under the common git dir,
+/// found by name). Its folder is never touched here: libgit2 would take that
+/// path from the admin dir's `gitdir` file, which slipway does not trust
+/// (see `worktree::removal`). Nothing happens when `id` is not registered.
+pub fn unregister(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     let Ok(wt) = repo.find_worktree(id) else {
         return Ok(());
     };
     let mut opts = git2::WorktreePruneOptions::new();
-    opts.valid(true).locked(true).working_tree(remove_files);
+    opts.valid(true).locked(true).working_tree(false);
     wt.prune(Some(&mut opts))
+}
+
+/// Why worktree `id` is locked (`git worktree lock`), when it is: `Some("")`
+/// for a lock without a reason.
+pub fn lock_reason(repo: &Repository, id: &str) -> Option<String> {
+    let wt = repo.find_worktree(id).ok()?;
+    match wt.is_locked().ok()? {
+        git2::WorktreeLockStatus::Locked(reason) => Some(reason.unwrap_or_default()),
+        git2::WorktreeLockStatus::Unlocked => None,
+    }
+}
+
+/// The commit a checkout's HEAD holds when HEAD is detached and no branch,
+/// remote-tracking ref or tag contains it (closing would leave it on no ref).
+pub fn detached_only_commit(path: &Path) -> Option<Oid> {
+    let repo = Repository::open(path).ok()?;
+    if !repo.head_detached().ok()? {
+        return None;
+    }
+    let head = repo.head().ok()?.peel_to_commit().ok()?.id();
+    let refs = repo.references().ok()?;
+    for r in refs.flatten() {
+        let Ok(name) = r.name() else { continue };
+        if !(name.starts_with("refs/heads/")
+            || name.starts_with("refs/remotes/")
+            || name.starts_with("refs/tags/")
+            || name.starts_with("refs/slipway/kept/"))
+        {
+            continue;
+        }
+        let Some(tip) = r.peel_to_commit().ok().map(|c| c.id()) else {
+            continue;
+        };
+        if tip == head || repo.graph_descendant_of(tip, head).unwrap_or(false) {
+            return None;
+        }
+    }
+    Some(head)
+}
+
+/// Keeps `commit` reachable as `refs/slipway/kept/<id>`; returns the ref.
+pub fn keep_commit(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Error> {
+    let name = format!("refs/slipway/kept/{id}");
+    repo.reference(
+        &name,
+        commit,
+        true,
+        "slipway: commit of a closed worktree's detached HEAD",
+    )?;
+    Ok(name)
 }
 
 /// Where local branch `branch` is checked out other than in worktree
@@ -80,6 +165,39 @@ pub fn checked_out_at(
         .into_iter()
         .find(|wt| wt.id != own_id && wt.branch.as_deref() == Some(branch))
         .map(|wt| (false, wt.path)))
+}
+
+/// What the host checkout or another worktree is in the middle of on local
+/// branch `branch` (a rebase or a bisect started from it), and where: git
+/// refuses to check such a branch out elsewhere, and so does slipway.
+pub fn busy_with(
+    repo: &Repository,
+    host_root: &Path,
+    branch: &str,
+) -> Result<Option<(&'static str, PathBuf)>, git2::Error> {
+    let full = format!("refs/heads/{branch}");
+    let mut places = vec![(repo.path().to_path_buf(), host_root.to_path_buf())];
+    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
+        if let Ok(wt) = repo.find_worktree(name) {
+            places.push((
+                repo.commondir().join("worktrees").join(name),
+                wt.path().to_path_buf(),
+            ));
+        }
+    }
+    let says =
+        |file: PathBuf, value: &str| std::fs::read_to_string(file).is_ok_and(|t| t.trim() == value);
+    for (git_dir, path) in places {
+        for state in ["rebase-merge", "rebase-apply"] {
+            if says(git_dir.join(state).join("head-name"), &full) {
+                return Ok(Some(("being rebased", path)));
+            }
+        }
+        if says(git_dir.join("BISECT_START"), branch) {
+            return Ok(Some(("being bisected", path)));
+        }
+    }
+    Ok(None)
 }
 
 /// The local branch a checkout's HEAD is on (short name), if any.

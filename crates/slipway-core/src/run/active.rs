@@ -234,7 +234,10 @@ pub(super) async fn start_sandbox(
                 );
                 return Ok(ActiveSandbox::Mapped(Box::new(mapped)));
             }
-            config.mounts = docker::protected_mounts(host.common_dir(), &place.cwd)?;
+            let git = place.git.as_ref().ok_or_else(|| {
+                RunError::Invalid("a docker run needs its private git dir".into())
+            })?;
+            config.mounts = git.mounts(None).map_err(|e| RunError::Io(e.to_string()))?;
             config.workdir = Some(place.cwd.clone());
             let sandbox = docker::DockerSandbox::start(config).await?;
             Ok(ActiveSandbox::Docker(Box::new(sandbox)))

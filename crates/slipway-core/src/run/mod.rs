@@ -14,11 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::prompt::{Prompt, PromptError, PromptSource};
 use crate::agent::{Agent, AgentEvent, AgentSpec, AgentSpecError};
-use crate::git::merge::{MergeError, MergeOutcome, merge_into_host};
+use crate::git::HostRepo;
+use crate::git::import::Imported;
+use crate::git::merge::{MergeError, MergeOutcome, MergeRequest, merge_into_host};
 use crate::git::policy::SourcePolicy;
+use crate::git::private_dir::IgnoredRef;
 use crate::git::refname::{InvalidBranchName, validate_branch_name};
-use crate::git::refsnap::{RefChange, RefSnapshot};
-use crate::git::{HostRepo, commits_between};
 use crate::sandbox::host::HostSandbox;
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::worktree::lock::{BranchLock, LockError};
@@ -26,8 +27,11 @@ use record::{EventLog, RunRecord, RunState};
 
 mod active;
 mod place;
+pub mod private_git;
 mod process;
+pub mod quarantine;
 pub mod record;
+mod returned;
 pub mod sandboxes;
 pub mod workspace;
 
@@ -38,7 +42,7 @@ use crate::worktree::{
 };
 pub(crate) use active::docker_config;
 use active::{ActiveSandbox, attach_sandbox, sandbox_name, start_sandbox};
-use place::{Place, branch_tip, finish_place, prepare_place};
+use place::{Place, finish_place, prepare_place};
 use process::{IterationEnd, StreamRules, run_hooks, run_iteration, run_to_end};
 
 /// The default completion signal.
@@ -109,6 +113,13 @@ pub struct Timeouts {
     /// Merging back into the host, up to the first change to the host.
     #[serde(with = "secs", default = "default_merge_timeout")]
     pub merge: Duration,
+    /// Bringing an isolated sandbox's work to the host.
+    #[serde(with = "secs", default = "default_collect_timeout")]
+    pub collect: Duration,
+}
+
+fn default_collect_timeout() -> Duration {
+    Timeouts::default().collect
 }
 
 fn default_merge_timeout() -> Duration {
@@ -137,6 +148,7 @@ impl Default for Timeouts {
             hook: Duration::from_secs(300),
             completion_grace: Duration::from_secs(60),
             merge: Duration::from_secs(300),
+            collect: Duration::from_secs(600),
         }
     }
 }
@@ -259,8 +271,18 @@ pub struct RunResult {
     pub kept_branch: Option<String>,
     /// What the merge back did (merge-to-head).
     pub merge: Option<MergeOutcome>,
-    /// Refs the guard found moved and put back.
-    pub refs_restored: Vec<RefChange>,
+    /// Refs the agent changed in its private git dir other than its branch:
+    /// listed, never carried to the host.
+    #[serde(default)]
+    pub refs_ignored: Vec<IgnoredRef>,
+    /// What the import of the run's branch into the host did, when the run
+    /// left commits (the branch moved, or a side branch was made and why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<Imported>,
+    /// What the check after the run moved aside or found (nested `.git`
+    /// entries, symlinks leaving the checkout, new gitlinks, refused entries).
+    #[serde(default)]
+    pub quarantined: Vec<quarantine::Quarantined>,
     /// Things the user should know.
     pub warnings: Vec<String>,
     /// Workspace runs: what happened in each mount (branches, commits, kept checkouts).
@@ -338,12 +360,18 @@ pub enum RunError {
     /// `head` with a worktree handle or similar misuse.
     #[error("{0}")]
     Invalid(String),
+    /// State made by an earlier version that cannot be used safely.
+    #[error("{0}")]
+    Outdated(String),
     /// Filesystem trouble.
     #[error("{0}")]
     Io(String),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// The run's private git state could not be made, or its work imported.
+    #[error(transparent)]
+    PrivateGit(#[from] private_git::RunGitError),
 }
 
 impl RunError {
@@ -352,6 +380,7 @@ impl RunError {
         match self {
             RunError::Prompt(PromptError::MissingArgs { .. }) => "missingPromptArgs",
             RunError::Prompt(_) | RunError::Agent(_) | RunError::Invalid(_) => "invalidParams",
+            RunError::Outdated(_) => "outdatedState",
             RunError::InvalidBranch(_) => "invalidBranchName",
             RunError::Worktree(e) => e.kind(),
             RunError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
@@ -367,6 +396,7 @@ impl RunError {
             RunError::Merge(e) => e.kind(),
             RunError::Sandbox(_) => "sandbox",
             RunError::Git(_) => "git",
+            RunError::PrivateGit(e) => e.kind(),
         }
     }
 
@@ -477,8 +507,37 @@ struct Ctx<'a> {
     event_log: EventLog,
     events: &'a EventSink,
     result: RunResult,
-    cancel: CancellationToken,
+    control: RunControl,
     timeouts: Timeouts,
+}
+
+/// How a run is asked to stop. `cancel` stops the agent; the work it did is
+/// still brought back. `abandon`, a second request, also stops bringing back
+/// an isolated sandbox's work (it then stays in the container, and the result
+/// says how to copy it out).
+#[derive(Debug, Clone, Default)]
+pub struct RunControl {
+    /// Stop the agent.
+    pub cancel: CancellationToken,
+    /// Stop waiting for the work to come back too.
+    pub abandon: CancellationToken,
+}
+
+impl RunControl {
+    /// Controls whose first and second stop requests come from one signal
+    /// stream: call [`RunControl::stop`] for each request.
+    pub fn new() -> RunControl {
+        RunControl::default()
+    }
+
+    /// A stop request: the first cancels, any later one abandons.
+    pub fn stop(&self) {
+        if self.cancel.is_cancelled() {
+            self.abandon.cancel();
+        } else {
+            self.cancel.cancel();
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -488,6 +547,25 @@ impl Ctx<'_> {
             phase: phase.to_owned(),
             message,
         });
+    }
+
+    /// Puts what the import of the run's branch did into the result: its
+    /// commits, and a warning when they went to a side branch.
+    fn record_import(&mut self, imported: Option<Imported>) {
+        if let Some(imported) = &imported {
+            self.result.commits = imported
+                .commits
+                .iter()
+                .map(|sha| CommitRef { sha: sha.clone() })
+                .collect();
+            if let Some(side) = &imported.side_branch {
+                self.result.warnings.push(format!(
+                    "the run's commits are on '{}': {}",
+                    side.name, side.reason
+                ));
+            }
+        }
+        self.result.import = imported;
     }
 
     /// Sends an event to the caller and to the run's events file.
@@ -519,7 +597,7 @@ fn identity_env(host: &HostRepo) -> Vec<(String, String)> {
 pub async fn run(
     host: &HostRepo,
     request: RunRequest,
-    cancel: CancellationToken,
+    control: RunControl,
     events: EventSink,
 ) -> Result<RunResult, RunFailure> {
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
@@ -528,7 +606,7 @@ pub async fn run(
     if worktree::ensure_slipway_dir(host).is_ok() {
         let _ = record.save(&slipway_dir);
     }
-    let outcome = run_recorded(host, request, run_id, cancel, events, &mut record).await;
+    let outcome = run_recorded(host, request, run_id, control, events, &mut record).await;
     record.state = RunState::Finished;
     record.finished = Some(crate::util::now_secs());
     record.result = Some(match &outcome {
@@ -545,7 +623,7 @@ async fn run_recorded(
     host: &HostRepo,
     request: RunRequest,
     run_id: String,
-    cancel: CancellationToken,
+    control: RunControl,
     events: EventSink,
     record: &mut RunRecord,
 ) -> Result<RunResult, RunFailure> {
@@ -564,7 +642,7 @@ async fn run_recorded(
         log: RunLog { file },
         event_log: EventLog::open(&host.slipway_dir(), &run_id),
         events: &events,
-        cancel: cancel.clone(),
+        control: control.clone(),
         timeouts: request.timeouts,
         result: RunResult {
             run_id: run_id.clone(),
@@ -581,7 +659,9 @@ async fn run_recorded(
             preserved_worktree_path: None,
             kept_branch: None,
             merge: None,
-            refs_restored: Vec::new(),
+            refs_ignored: Vec::new(),
+            import: None,
+            quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
             error: None,
@@ -638,6 +718,9 @@ async fn run_recorded(
     let mut request = request;
     if let Some(id) = request.sandbox_id.clone() {
         match sandboxes::SandboxRecord::load(host, &id) {
+            Some(sandbox) if let Some(refusal) = sandboxes::outdated(&sandbox) => {
+                return fail(ctx, refusal);
+            }
             Some(sandbox) => {
                 request.worktree = Some(sandbox.worktree_id);
                 request.sandbox = sandbox.spec;
@@ -677,74 +760,91 @@ async fn run_recorded(
         format!("{} on {}", place.cwd.display(), place.branch),
     );
 
-    let repo = host.git();
-    let own_ref = format!("refs/heads/{}", place.branch);
-    let tip_before = if place.record.is_none() {
+    let mut place = place;
+    // The branch's commit before the agent ran (for the quarantine's gitlinks).
+    let tip_at_start = if place.record.is_none() {
         host.head_commit()
     } else {
-        branch_tip(repo, &place.branch)
+        crate::git::worktrees::branch_tip(host.git(), &place.branch)
     };
-    let snapshot = RefSnapshot::take(repo);
-
     let outcome = drive(
         &mut ctx,
         host,
         &request,
-        &place,
+        &mut place,
         &prompt,
         agent.as_ref(),
-        &cancel,
+        &control.cancel,
     )
     .await;
 
-    // The ref guard runs whatever happened.
-    match &snapshot {
-        Ok(snap) => match snap.restore_except(repo, std::slice::from_ref(&own_ref)) {
-            Ok(changes) => {
-                for c in &changes {
+    // Nothing in the sandbox can write any more: bring the branch in.
+    let mut import_error = None;
+    if let Some(git) = place.git.take() {
+        ctx.phase(
+            "importing",
+            format!("bringing {} into the host", git.refname()),
+        );
+        let paused = match &request.sandbox_id {
+            Some(id) => sandboxes::pause(host, id).await,
+            None => None,
+        };
+        match git.import(host, &run_id) {
+            Ok(report) => {
+                for ignored in &report.refs_ignored {
                     ctx.log.line(&format!(
-                        "[slipway] ref guard: {} moved ({} -> {}), {}",
-                        c.name,
-                        c.before.as_deref().unwrap_or("absent"),
-                        c.after.as_deref().unwrap_or("deleted"),
-                        if c.restored {
-                            "restored"
-                        } else {
-                            "NOT restored"
-                        }
+                        "[slipway] ignored: {} changed privately ({} -> {})",
+                        ignored.name,
+                        ignored.before.as_deref().unwrap_or("absent"),
+                        ignored.after.as_deref().unwrap_or("deleted")
                     ));
                 }
-                ctx.result.refs_restored = changes;
+                ctx.result.warnings.extend(report.warnings);
+                ctx.result.refs_ignored = report.refs_ignored;
+                ctx.record_import(report.imported);
             }
-            Err(e) => ctx
-                .result
-                .warnings
-                .push(format!("ref guard could not check refs: {e}")),
-        },
-        Err(e) => ctx
-            .result
-            .warnings
-            .push(format!("ref guard could not snapshot refs: {e}")),
-    }
-    let tip_after = if place.record.is_none() {
-        host.head_commit()
-    } else {
-        branch_tip(repo, &place.branch)
-    };
-    if let Some(tip) = tip_after
-        && Some(tip) != tip_before
-        && let Ok(commits) = commits_between(repo, tip_before, tip)
-    {
-        ctx.result.commits = commits
-            .into_iter()
-            .map(|c| CommitRef { sha: c.to_string() })
-            .collect();
+            Err(e) => import_error = Some(RunError::from(e)),
+        }
+        if let Some(paused) = paused {
+            paused.resume().await;
+        }
     }
 
-    let mut place = place;
+    if let Some(baseline) = place.baseline.take() {
+        let base = tip_at_start;
+        let tip = ctx
+            .result
+            .commits
+            .last()
+            .and_then(|c| git2::Oid::from_str(&c.sha).ok());
+        let found = quarantine::check(
+            &place.cwd,
+            &quarantine::folder(&host.slipway_dir(), &run_id),
+            Some(&baseline),
+            Some(host.git()),
+            base,
+            tip,
+        );
+        for q in &found {
+            ctx.log.line(&format!(
+                "[slipway] quarantine: {} ({:?}) {}",
+                q.path, q.finding, q.detail
+            ));
+        }
+        if !found.is_empty() {
+            ctx.result.warnings.push(format!(
+                "the run left {} thing(s) in {} that your git would run or follow ({} moved to {}); see `quarantined`",
+                found.len(),
+                place.cwd.display(),
+                found.iter().filter(|q| q.moved_to.is_some()).count(),
+                quarantine::folder(&host.slipway_dir(), &run_id).display()
+            ));
+        }
+        ctx.result.quarantined.extend(found);
+    }
     if let Some(mounts) = place.workspace.take() {
         ctx.phase("workspace", "bringing the mounts' work back".into());
-        let results = workspace::finish(mounts);
+        let results = workspace::finish(mounts, &run_id);
         if let Some(plan) = &request.workspace
             && let Some(covering) = results
                 .iter()
@@ -769,13 +869,31 @@ async fn run_recorded(
         ctx.result.mounts = results;
     }
 
-    let mut error = outcome.err();
+    let mut error = match (outcome.err(), import_error) {
+        (Some(run), Some(import)) => {
+            ctx.result.warnings.push(import.to_string());
+            Some(run)
+        }
+        (run, import) => run.or(import),
+    };
     if error.is_none() && strategy == Some(WorktreeStrategy::MergeToHead) {
         ctx.phase(
             "merging",
             format!("merging {} into the host's current branch", place.branch),
         );
-        match merge_into_host(repo, &place.branch, ctx.timeouts.merge) {
+        let landed = ctx
+            .result
+            .import
+            .as_ref()
+            .and_then(|i| i.side_branch.as_ref().map(|s| s.name.clone()))
+            .unwrap_or_else(|| place.branch.clone());
+        let into = place.record.as_ref().and_then(|r| r.target_branch.clone());
+        let request = MergeRequest {
+            branch: &landed,
+            into: into.as_deref(),
+            timeout: ctx.timeouts.merge,
+        };
+        match merge_into_host(host, &request) {
             Ok(merge) => {
                 ctx.log.line(&format!("[slipway] merge: {merge:?}"));
                 ctx.result.merge = Some(merge);
@@ -795,12 +913,104 @@ async fn run_recorded(
     }
 }
 
+/// Brings an isolated sandbox's work back: the results archive is streamed
+/// to the host within the collect timeout (a stop request that arrives while
+/// collecting ends it too), the container goes, then the archive is applied.
+/// When the work cannot be brought back it is saved to `.slipway/rescue/`,
+/// or failing that the container is kept; the message says which.
+async fn collect_isolated(
+    ctx: &mut Ctx<'_>,
+    host: &HostRepo,
+    isolated: &crate::sandbox::isolated::IsolatedSandbox,
+    staging: &Path,
+) -> Result<returned::Returned, String> {
+    let archive = staging.join("results.tar");
+    let secs = ctx.timeouts.collect.as_secs();
+    let stopped_before = ctx.control.cancel.is_cancelled();
+    let stop = ctx.control.clone();
+    let stopped = async move {
+        if stopped_before {
+            stop.abandon.cancelled().await
+        } else {
+            tokio::select! {
+                () = stop.cancel.cancelled() => {},
+                () = stop.abandon.cancelled() => {},
+            }
+        }
+    };
+    let keep = |why: String| {
+        isolated.keep();
+        let id = isolated.container_id().to_owned();
+        format!(
+            "{why}; the container {id} was kept with the work: copy it out with `docker cp {id}:{} .`, then remove it with `docker rm -f {id}`",
+            isolated.container_worktree().display()
+        )
+    };
+    let downloaded = async {
+        std::fs::create_dir_all(staging).map_err(|e| e.to_string())?;
+        isolated
+            .download_results(&archive)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let outcome = tokio::select! {
+        done = tokio::time::timeout(ctx.timeouts.collect, downloaded) => match done {
+            Ok(done) => done,
+            Err(_) => return Err(keep(format!("bringing the work back took longer than the collect timeout of {secs} s"))),
+        },
+        () = stopped => return Err(keep("bringing the work back was stopped".into())),
+    };
+    if let Err(e) = outcome {
+        ctx.log
+            .line(&format!("[slipway] could not bring the work back: {e}"));
+        let dest = host.slipway_dir().join("rescue").join(&ctx.result.run_id);
+        let rescued = tokio::time::timeout(ctx.timeouts.collect, isolated.rescue(&dest)).await;
+        return Err(match rescued {
+            Ok(Ok(tar)) => format!(
+                "could not bring the sandbox's work back ({e}); the container's whole worktree, commits included, was saved to {}",
+                tar.display()
+            ),
+            Ok(Err(rescue_error)) => keep(format!(
+                "could not bring the sandbox's work back ({e}) nor save it ({rescue_error})"
+            )),
+            Err(_) => keep(format!(
+                "could not bring the sandbox's work back ({e}) nor save it within {secs} s"
+            )),
+        });
+    }
+    let (host_root, worktree) = (
+        host.root().to_path_buf(),
+        isolated.host_worktree().to_path_buf(),
+    );
+    let (branch, base) = (isolated.branch().to_owned(), isolated.base());
+    let (staging, run_id) = (staging.to_path_buf(), ctx.result.run_id.clone());
+    let applied = tokio::task::spawn_blocking(move || {
+        let host = HostRepo::open(&host_root).map_err(|e| e.to_string())?;
+        returned::apply(&host, &worktree, &branch, base, &archive, &staging, &run_id)
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r);
+    applied.map_err(|e| {
+        format!(
+            "could not apply the sandbox's work ({e}); it is saved in {}",
+            staging_archive(host, &ctx.result.run_id).display()
+        )
+    })
+}
+
+fn staging_archive(host: &HostRepo, run_id: &str) -> PathBuf {
+    private_git::run_base(host, run_id)
+        .join("returned")
+        .join("results.tar")
+}
+
 /// Hooks, prompt commands and iterations.
 async fn drive(
     ctx: &mut Ctx<'_>,
     host: &HostRepo,
     request: &RunRequest,
-    place: &Place,
+    place: &mut Place,
     prompt: &Prompt,
     agent: &dyn Agent,
     cancel: &CancellationToken,
@@ -827,6 +1037,39 @@ async fn drive(
         &env,
     )
     .await?;
+    // After the host's hooks (their commits are the run's starting point),
+    // before the sandbox: the agent's git works in a private git dir.
+    // Isolated sandboxes build theirs inside the container, workspaces one
+    // per isolated mount.
+    let reach = match &request.sandbox {
+        SandboxSpec::None => Some(private_git::Reach::Environment),
+        SandboxSpec::Docker { .. } => Some(private_git::Reach::Mounts { slot: 0 }),
+        SandboxSpec::DockerIsolated { .. } => None,
+    };
+    if let Some(reach) = reach
+        && place.workspace.is_none()
+    {
+        let (base, keep) = match &request.sandbox_id {
+            Some(id) => (sandboxes::private_base(host, id), true),
+            None => (private_git::run_base(host, &ctx.result.run_id), false),
+        };
+        let git = private_git::RunGit::prepare(
+            host,
+            &place.cwd,
+            &base,
+            place.record.is_none(),
+            reach,
+            keep,
+        )?;
+        env.extend(git.env());
+        place.git = Some(git);
+    }
+    if let Some(mounts) = &place.workspace {
+        env.extend(workspace::git_env(mounts));
+    } else {
+        place.baseline = Some(quarantine::Baseline::take(&place.cwd));
+    }
+    let place: &Place = place;
     ctx.phase(
         "sandbox",
         format!("starting the {} sandbox", sandbox_name(&request.sandbox)),
@@ -968,8 +1211,10 @@ async fn drive(
             "collecting",
             "bringing commits and files back from the sandbox".into(),
         );
-        match isolated.collect(host.root()).await {
-            Ok(collected) => {
+        let staging = private_git::run_base(host, &ctx.result.run_id).join("returned");
+        let returned = collect_isolated(ctx, host, isolated, &staging).await;
+        match returned {
+            Ok(returned) => {
                 if let Some(id) = &request.sandbox_id {
                     let tip = host
                         .git()
@@ -977,44 +1222,21 @@ async fn drive(
                         .ok();
                     sandboxes::SandboxRecord::set_synced(host, id, tip);
                 }
-                if let Some(side) = collected.diverged_branch {
-                    ctx.result.warnings.push(format!(
-                        "the sandbox's branch was not a fast-forward of '{}': its commits were kept on '{side}'",
-                        place.branch
-                    ));
-                }
-                if !collected.files.is_empty() || !collected.deleted.is_empty() {
+                if !returned.files.is_empty() || !returned.deleted.is_empty() {
                     ctx.log.line(&format!(
                         "[slipway] from the sandbox: {} changed file(s), {} deleted",
-                        collected.files.len(),
-                        collected.deleted.len()
+                        returned.files.len(),
+                        returned.deleted.len()
                     ));
                 }
-            }
-            Err(e) => {
-                // The work exists only in the container now: save all of it on
-                // the host, or failing that keep the container.
-                ctx.log
-                    .line(&format!("[slipway] could not bring the work back: {e}"));
-                let dest = host.slipway_dir().join("rescue").join(&ctx.result.run_id);
-                let message = match isolated.rescue(&dest).await {
-                    Ok(tar) => format!(
-                        "could not bring the sandbox's work back ({e}); the container's whole worktree, commits included, was saved to {}",
-                        tar.display()
-                    ),
-                    Err(rescue_error) => {
-                        isolated.keep();
-                        let id = isolated.container_id().to_owned();
-                        format!(
-                            "could not bring the sandbox's work back ({e}) nor save it ({rescue_error}); the container {id} was kept with it: \
-                             copy it out with `docker cp {id}:{} .`, then remove it with `docker rm -f {id}`",
-                            isolated.container_worktree().display()
-                        )
-                    }
-                };
-                if dest.join("worktree.tar").exists() {
-                    sandbox.close().await;
+                ctx.record_import(returned.imported);
+                ctx.result.quarantined.extend(returned.refused);
+                if let Err(e) = std::fs::remove_dir_all(&staging) {
+                    tracing::warn!("could not remove {}: {e}", staging.display());
                 }
+            }
+            Err(message) => {
+                sandbox.close().await;
                 return Err(RunError::Sandbox(SandboxError::Other(message)));
             }
         }

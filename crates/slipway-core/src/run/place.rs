@@ -3,8 +3,6 @@
 
 use super::*;
 
-pub(super) use crate::git::worktrees::branch_tip;
-
 /// What the run works in.
 pub(super) struct Place {
     pub(super) cwd: PathBuf,
@@ -18,6 +16,10 @@ pub(super) struct Place {
     pub(super) copied: Vec<String>,
     /// Workspace runs: every mount's checkout (taken at the end to finish them).
     pub(super) workspace: Option<Vec<workspace::Materialised>>,
+    /// The private git dir the agent's git works in (taken at the end to import).
+    pub(super) git: Option<super::private_git::RunGit>,
+    /// What the checkout held before the agent started, for the quarantine check.
+    pub(super) baseline: Option<super::quarantine::Baseline>,
 }
 
 pub(super) fn prepare_place(
@@ -40,6 +42,8 @@ pub(super) fn prepare_place(
                 lock,
                 copied: request.copy.clone(),
                 workspace: None,
+                git: None,
+                baseline: None,
             },
             Vec::new(),
         ));
@@ -57,6 +61,8 @@ pub(super) fn prepare_place(
                     lock,
                     copied: Vec::new(),
                     workspace: None,
+                    git: None,
+                    baseline: None,
                 },
                 Vec::new(),
             ));
@@ -94,6 +100,8 @@ pub(super) fn prepare_place(
             lock,
             copied: created.copy.copied.clone(),
             workspace: None,
+            git: None,
+            baseline: None,
         },
         created.notes,
     ))
@@ -175,9 +183,13 @@ fn prepare_workspace(
     // One run per workspace at a time.
     let lock = worktree::lock_branch(host, &format!("slipway/workspace/{}", plan.name))?;
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
-    let mounts = workspace::materialise(plan, &run_id)?;
+    let reach = match request.sandbox {
+        SandboxSpec::None => workspace::GitReach::Host,
+        _ => workspace::GitReach::Container,
+    };
+    let mounts = workspace::materialise(plan, &run_id, reach)?;
     let Some(cwd) = workspace::workdir_on_host(plan, &mounts) else {
-        let _ = workspace::finish(mounts);
+        let _ = workspace::finish(mounts, &run_id);
         return Err(RunError::Invalid(format!(
             "no mount covers the workdir {}",
             plan.workdir.display()
@@ -200,6 +212,8 @@ fn prepare_workspace(
             lock,
             copied: Vec::new(),
             workspace: Some(mounts),
+            git: None,
+            baseline: None,
         },
         Vec::new(),
     ))

@@ -108,7 +108,7 @@ pub(super) async fn run_hooks(
     env: &[(String, String)],
 ) -> Result<(), RunError> {
     let timeout = ctx.timeouts.hook;
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.control.cancel.clone();
     for command in commands {
         ctx.phase("hooks", format!("{stage}: {command}"));
         let spec = ExecSpec {
@@ -251,7 +251,7 @@ pub(super) async fn run_iteration(
     rules: &mut StreamRules<'_>,
 ) -> Result<IterationEnd, RunError> {
     let timeouts = ctx.timeouts;
-    let cancel = ctx.cancel.clone();
+    let cancel = ctx.control.cancel.clone();
     // A resumed session's log already holds earlier runs: only what this run adds counts.
     let log_start = match rules.resume_id {
         Some(id) => session_log_size(sandbox, agent, id, &spec, &cancel).await,

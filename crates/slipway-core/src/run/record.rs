@@ -146,7 +146,9 @@ impl RunRecord {
             preserved_worktree_path: self.worktree_path.clone(),
             kept_branch: None,
             merge: None,
-            refs_restored: Vec::new(),
+            refs_ignored: Vec::new(),
+            import: None,
+            quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
             error: Some(ErrorInfo {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RunError, SandboxSpec, docker_config};
 use crate::git::HostRepo;
-use crate::sandbox::docker::{DockerSandbox, host_user, protected_mounts};
+use crate::sandbox::docker::{DockerSandbox, host_user};
 use crate::sandbox::isolated::{IsolatedSandbox, build_seed};
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::util::{now_secs, random_hex, write_atomic};
@@ -37,7 +37,15 @@ pub struct SandboxRecord {
     pub synced_commit: Option<String>,
     /// Creation time, seconds since the epoch.
     pub created: u64,
+    /// The layout of the sandbox's git state: 2 for a private git dir (this
+    /// version); absent in records of earlier versions, whose docker
+    /// containers had the repository's git dir mounted.
+    #[serde(default)]
+    pub git_layout: u32,
 }
+
+/// The git layout of sandboxes this version makes.
+const GIT_LAYOUT: u32 = 2;
 
 /// Why a sandbox operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +61,51 @@ pub enum SandboxesError {
     /// Anything the run machinery reports.
     #[error(transparent)]
     Run(#[from] RunError),
+}
+
+/// The refusal for a sandbox made before runs had a private git dir.
+pub fn outdated(record: &SandboxRecord) -> Option<RunError> {
+    (matches!(record.spec, SandboxSpec::Docker { .. }) && record.git_layout < GIT_LAYOUT).then(|| {
+        RunError::Outdated(format!(
+            "sandbox '{id}' was made by an earlier slipway, whose containers could write the repository's .git; \
+             close it with `slipway sandbox close {id}` and create it again with `slipway sandbox create` (the worktree stays)",
+            id = record.id
+        ))
+    })
+}
+
+/// Where a long-lived sandbox's private git dir lives on the host.
+pub fn private_base(host: &HostRepo, id: &str) -> PathBuf {
+    dir(host).join(id)
+}
+
+/// A long-lived sandbox's container frozen while slipway reads its git dir.
+pub struct Paused {
+    docker: DockerSandbox,
+}
+
+impl Paused {
+    /// Lets the container's processes go on.
+    pub async fn resume(self) {
+        if let Err(e) = self.docker.unpause().await {
+            tracing::warn!("could not unpause the sandbox's container: {e}");
+        }
+    }
+}
+
+/// Pauses a long-lived docker sandbox's container, so no process left in it
+/// can write its private git dir while the run's branch is imported. `None`
+/// when it is not running (then nothing in it can write either).
+pub async fn pause(host: &HostRepo, id: &str) -> Option<Paused> {
+    let record = SandboxRecord::load(host, id)?;
+    let docker = attach_docker(&record).await.ok()?;
+    match docker.pause().await {
+        Ok(()) => Some(Paused { docker }),
+        Err(e) => {
+            tracing::warn!("could not pause sandbox {id}: {e}");
+            None
+        }
+    }
 }
 
 impl SandboxesError {
@@ -120,8 +173,18 @@ pub async fn create(
         SandboxSpec::None => return Err(SandboxesError::NotAContainer),
         SandboxSpec::Docker { image, network } => {
             let mut config = docker_config(host, image, network, &id).await?;
-            config.mounts =
-                protected_mounts(host.common_dir(), &record.path).map_err(RunError::from)?;
+            // The mounts name the private dir's host path, which stays for the
+            // sandbox's life; every run in it resets what is in it.
+            let git = super::private_git::RunGit::prepare(
+                host,
+                &record.path,
+                &private_base(host, &id),
+                false,
+                super::private_git::Reach::Mounts { slot: 0 },
+                true,
+            )
+            .map_err(RunError::from)?;
+            config.mounts = git.mounts(None).map_err(|e| RunError::Io(e.to_string()))?;
             config.workdir = Some(record.path.clone());
             let sandbox = DockerSandbox::start(config).await.map_err(RunError::from)?;
             sandbox.make_persistent();
@@ -148,6 +211,7 @@ pub async fn create(
         user: host_user(),
         synced_commit: synced.map(|c| c.to_string()),
         created: now_secs(),
+        git_layout: GIT_LAYOUT,
     };
     sandbox.save(host)?;
     Ok(sandbox)
@@ -167,6 +231,9 @@ pub async fn exec(
 ) -> Result<(i32, String), SandboxesError> {
     let record =
         SandboxRecord::load(host, id).ok_or_else(|| SandboxesError::Unknown(id.to_owned()))?;
+    if let Some(refusal) = outdated(&record) {
+        return Err(refusal.into());
+    }
     let docker = attach_docker(&record).await?;
     let cwd = match record.spec {
         SandboxSpec::DockerIsolated { .. } => PathBuf::from("/tmp/slipway-work").join(
@@ -217,6 +284,12 @@ pub async fn close(host: &HostRepo, id: &str) -> Result<SandboxRecord, Sandboxes
             .await;
     }
     let _ = std::fs::remove_file(dir(host).join(format!("{id}.json")));
+    let base = private_base(host, id);
+    if let Err(e) = std::fs::remove_dir_all(&base)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!("could not remove {}: {e}", base.display());
+    }
     Ok(record)
 }
 

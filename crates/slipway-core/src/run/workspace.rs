@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::RunError;
 use crate::git::bundle::BundleError;
 use crate::git::policy::{self, SourcePolicy};
-use crate::git::refsnap::{RefChange, RefSnapshot};
-use crate::git::{HostRepo, clone, commits_between};
+use crate::git::private_dir::IgnoredRef;
+use crate::git::{HostRepo, clone};
 use crate::sandbox::docker::Mount;
 use crate::worktree::lock::BranchLock;
 use crate::worktree::{self, CreateRequest, WorktreeTarget};
@@ -82,8 +82,8 @@ pub struct Materialised {
     pub worktree_id: Option<String>,
     /// Held while the run works on the branch.
     pub lock: Option<BranchLock>,
-    /// Refs of the host repository before the run (ref guard).
-    pub snapshot: Option<RefSnapshot>,
+    /// The private git dir the agent's git works in for this checkout.
+    pub git: Option<super::private_git::RunGit>,
 }
 
 /// What happened to one mount at the end.
@@ -102,8 +102,12 @@ pub struct MountResult {
     pub commits: Vec<String>,
     /// The checkout kept (uncommitted changes), if any.
     pub preserved_path: Option<PathBuf>,
-    /// Refs of the host repository that moved and were put back.
-    pub refs_restored: Vec<RefChange>,
+    /// Refs the agent changed privately in this checkout's git dir (never carried over).
+    #[serde(default)]
+    pub refs_ignored: Vec<IgnoredRef>,
+    /// What bringing the work back could not do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Every `ask` mount, in order, with what the user can choose.
@@ -133,17 +137,43 @@ pub fn workdir_on_host(plan: &WorkspacePlan, mounts: &[Materialised]) -> Option<
         })
 }
 
+/// How the agent will reach the mounts' git: a host process (only the
+/// checkout covering the workdir gets a private git dir, through the
+/// environment) or a container (every isolated checkout gets one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitReach {
+    /// The host sandbox.
+    Host,
+    /// A docker container.
+    Container,
+}
+
 /// Creates every mount's checkout in order. On failure, what was made so far is
 /// cleaned up by the same never-lose rules.
-pub fn materialise(plan: &WorkspacePlan, run_id: &str) -> Result<Vec<Materialised>, RunError> {
+pub fn materialise(
+    plan: &WorkspacePlan,
+    run_id: &str,
+    reach: GitReach,
+) -> Result<Vec<Materialised>, RunError> {
     crate::worktree::copy::check_patterns(&plan.copy)
         .map_err(|e| RunError::Worktree(crate::worktree::CreateError::BadCopyPattern(e)))?;
     let mut done: Vec<Materialised> = Vec::new();
     for (index, mount) in plan.mounts.iter().enumerate() {
-        match materialise_one(mount, index, run_id, &plan.copy) {
+        let covering = plan.workdir.starts_with(&mount.dst)
+            && !plan.mounts.iter().any(|other| {
+                other.dst != mount.dst
+                    && other.dst.starts_with(&mount.dst)
+                    && plan.workdir.starts_with(&other.dst)
+            });
+        let reach = match reach {
+            GitReach::Container => Some(super::private_git::Reach::Mounts { slot: index }),
+            GitReach::Host if covering => Some(super::private_git::Reach::Environment),
+            GitReach::Host => None,
+        };
+        match materialise_one(mount, index, run_id, &plan.copy, reach) {
             Ok(m) => done.push(m),
             Err(e) => {
-                let _ = finish(done);
+                let _ = finish(done, run_id);
                 return Err(e);
             }
         }
@@ -173,6 +203,7 @@ fn materialise_one(
     index: usize,
     run_id: &str,
     copy: &[String],
+    reach: Option<super::private_git::Reach>,
 ) -> Result<Materialised, RunError> {
     let shared = |m: &MountPlan| Materialised {
         plan: m.clone(),
@@ -183,14 +214,13 @@ fn materialise_one(
         common_dir: None,
         worktree_id: None,
         lock: None,
-        snapshot: None,
+        git: None,
     };
     match mount.isolation {
         Isolation::Shared => Ok(shared(mount)),
         Isolation::Worktree => {
             let host = HostRepo::open(&mount.src).map_err(|e| RunError::Invalid(e.to_string()))?;
             refuse_mid_operation(&host)?;
-            let snapshot = RefSnapshot::take(host.git()).ok();
             let branch = branch_name(run_id, index);
             worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
             let lock = worktree::lock_branch(&host, &branch)?;
@@ -206,6 +236,17 @@ fn materialise_one(
                 },
                 &lock,
             )?;
+            let git = match reach {
+                Some(reach) => Some(super::private_git::RunGit::prepare(
+                    &host,
+                    &created.record.path,
+                    &super::private_git::run_base(&host, &format!("{run_id}-{index}")),
+                    false,
+                    reach,
+                    false,
+                )?),
+                None => None,
+            };
             Ok(Materialised {
                 plan: mount.clone(),
                 host_path: created.record.path.clone(),
@@ -215,7 +256,7 @@ fn materialise_one(
                 common_dir: Some(host.common_dir().to_path_buf()),
                 worktree_id: Some(created.record.id),
                 lock: Some(lock),
-                snapshot,
+                git,
             })
         }
         Isolation::Clone => {
@@ -237,6 +278,24 @@ fn materialise_one(
             })?;
             crate::worktree::copy::copy_into_worktree(&host, &dir, copy)
                 .map_err(|e| RunError::Io(e.to_string()))?;
+            // The clone is a repository of its own: its `.git` is covered by a
+            // private git dir too, so the agent never writes the clone's
+            // config or hooks (a kept clone is then safe to use).
+            let git = match reach {
+                Some(reach) => {
+                    let clone_repo =
+                        HostRepo::open(&dir).map_err(|e| RunError::Invalid(e.to_string()))?;
+                    Some(super::private_git::RunGit::prepare(
+                        &clone_repo,
+                        &dir,
+                        &super::private_git::run_base(&host, &format!("{run_id}-{index}")),
+                        true,
+                        reach,
+                        false,
+                    )?)
+                }
+                None => None,
+            };
             Ok(Materialised {
                 plan: mount.clone(),
                 host_path: dir,
@@ -246,36 +305,42 @@ fn materialise_one(
                 common_dir: None,
                 worktree_id: None,
                 lock: None,
-                snapshot: None,
+                git,
             })
         }
     }
 }
 
-/// Bind mounts for a docker sandbox: every mount at its `dst`; worktree mounts
-/// also get the repository's git dir and the worktree at their own host paths,
-/// with the protected paths read-only, so git works inside and a `git worktree
-/// prune` there cannot drop the host's registration.
+/// Bind mounts for a docker sandbox: every mount at its `dst`; an isolated
+/// checkout's `.git` is covered by its private git dir's (see
+/// [`super::private_git::RunGit::mounts`]), and nothing else of any host
+/// repository is mounted.
 pub fn docker_mounts(mounts: &[Materialised]) -> Result<Vec<Mount>, RunError> {
     let mut out = Vec::new();
     for m in mounts {
-        out.push(Mount {
-            host_path: m.host_path.clone(),
-            container_path: m.plan.dst.clone(),
-            readonly: m.plan.readonly,
-        });
-        if let Some(common) = &m.common_dir {
-            for protected in crate::sandbox::docker::protected_mounts(common, &m.host_path)? {
-                if !out
-                    .iter()
-                    .any(|o: &Mount| o.container_path == protected.container_path)
-                {
-                    out.push(protected);
-                }
-            }
+        match &m.git {
+            Some(git) => out.extend(
+                git.mounts(Some(&m.plan.dst))
+                    .map_err(|e| RunError::Io(e.to_string()))?,
+            ),
+            None => out.push(Mount {
+                host_path: m.host_path.clone(),
+                container_path: m.plan.dst.clone(),
+                readonly: m.plan.readonly,
+            }),
         }
     }
     Ok(out)
+}
+
+/// The environment that points a host process's git at the private git dir
+/// of the checkout covering the workdir.
+pub fn git_env(mounts: &[Materialised]) -> Vec<(String, String)> {
+    mounts
+        .iter()
+        .filter_map(|m| m.git.as_ref())
+        .flat_map(|g| g.env())
+        .collect()
 }
 
 /// Host paths mapped to sandbox paths, for commands whose cwd is a host path.
@@ -286,13 +351,13 @@ pub fn path_map(mounts: &[Materialised]) -> Vec<(PathBuf, PathBuf)> {
         .collect()
 }
 
-/// Ends every mount: the ref guard for worktree repositories, clone branches
-/// brought back into their host repository as branches (a bundle, never a
-/// fetch or checkout in the host), then the checkouts closed by the never-lose
-/// rules (clean: removed; dirty: kept).
-pub fn finish(mounts: Vec<Materialised>) -> Vec<MountResult> {
+/// Ends every mount: each isolated checkout's branch imported from its
+/// private git dir, clone branches brought back into their host repository
+/// as branches (a bundle, never a fetch or checkout in the host), then the
+/// checkouts closed by the never-lose rules (clean: removed; dirty: kept).
+pub fn finish(mounts: Vec<Materialised>, run_id: &str) -> Vec<MountResult> {
     let mut results = Vec::new();
-    for m in mounts {
+    for mut m in mounts {
         let mut result = MountResult {
             dst: m.plan.dst.clone(),
             src: m.plan.src.clone(),
@@ -300,8 +365,12 @@ pub fn finish(mounts: Vec<Materialised>) -> Vec<MountResult> {
             base_commit: m.base.map(|b| b.to_string()),
             commits: Vec::new(),
             preserved_path: None,
-            refs_restored: Vec::new(),
+            refs_ignored: Vec::new(),
+            warnings: Vec::new(),
         };
+        if let Some(git) = m.git.take() {
+            import_mount(&m, git, run_id, &mut result);
+        }
         match m.plan.isolation {
             Isolation::Shared => {}
             Isolation::Worktree => finish_worktree(&m, &mut result),
@@ -313,6 +382,47 @@ pub fn finish(mounts: Vec<Materialised>) -> Vec<MountResult> {
     results
 }
 
+/// Imports the branch of one checkout's private git dir into the repository
+/// the checkout belongs to (the host repository, or the private clone).
+fn import_mount(
+    m: &Materialised,
+    git: super::private_git::RunGit,
+    run_id: &str,
+    result: &mut MountResult,
+) {
+    let repo_of_checkout = match m.plan.isolation {
+        Isolation::Clone => HostRepo::open(&m.host_path),
+        _ => match &m.repo_root {
+            Some(root) => HostRepo::open(root),
+            None => return,
+        },
+    };
+    let host = match repo_of_checkout {
+        Ok(h) => h,
+        Err(e) => {
+            result
+                .warnings
+                .push(format!("cannot open {}: {e}", m.host_path.display()));
+            return;
+        }
+    };
+    match git.import(&host, run_id) {
+        Ok(report) => {
+            result.refs_ignored = report.refs_ignored;
+            result.warnings.extend(report.warnings);
+            if let Some(side) = report.imported.and_then(|i| i.side_branch) {
+                result.warnings.push(format!(
+                    "the commits of {} are on '{}': {}",
+                    m.plan.dst.display(),
+                    side.name,
+                    side.reason
+                ));
+            }
+        }
+        Err(e) => result.warnings.push(e.to_string()),
+    }
+}
+
 fn finish_worktree(m: &Materialised, result: &mut MountResult) {
     let (Some(root), Some(branch)) = (&m.repo_root, &m.branch) else {
         return;
@@ -320,14 +430,8 @@ fn finish_worktree(m: &Materialised, result: &mut MountResult) {
     let Ok(host) = HostRepo::open(root) else {
         return;
     };
-    let own = format!("refs/heads/{branch}");
-    if let Some(snapshot) = &m.snapshot {
-        result.refs_restored = snapshot
-            .restore_except(host.git(), std::slice::from_ref(&own))
-            .unwrap_or_default();
-    }
-    if let Ok(tip) = host.git().refname_to_id(&own) {
-        result.commits = commits_between(host.git(), m.base, tip)
+    if let Ok(tip) = host.git().refname_to_id(&format!("refs/heads/{branch}")) {
+        result.commits = crate::git::commits_between(host.git(), m.base, tip)
             .map(|c| c.into_iter().map(|o| o.to_string()).collect())
             .unwrap_or_default();
     }

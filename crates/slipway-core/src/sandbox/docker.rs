@@ -14,7 +14,8 @@
 //!   a command line; environment travels in the exec's `Env`.
 //! - Containers carry the labels `slipway.managed=true` and `slipway.run=<id>`
 //!   (and `slipway.scope` when given) so [`reap_orphans`] can find leftovers.
-//! - [`protected_mounts`] builds the binds of safety rule 2.
+//! - The binds themselves (the checkout, the run's private git dir, the
+//!   host's objects read-only) come from `run::private_git`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -605,6 +606,23 @@ impl DockerSandbox {
             .map_err(|e| engine_error("cannot upload into the container", e))
     }
 
+    /// Freezes every process in the container (the engine's cgroup freezer),
+    /// so nothing in it can write while slipway reads what it left.
+    pub async fn pause(&self) -> Result<(), SandboxError> {
+        self.docker
+            .pause_container(&self.id)
+            .await
+            .map_err(|e| engine_error("cannot pause the container", e))
+    }
+
+    /// Lets a paused container's processes go on.
+    pub async fn unpause(&self) -> Result<(), SandboxError> {
+        self.docker
+            .unpause_container(&self.id)
+            .await
+            .map_err(|e| engine_error("cannot unpause the container", e))
+    }
+
     /// Leaves the container running when this handle goes (for work that
     /// could not be brought out of it any other way).
     pub fn keep(&self) {
@@ -898,148 +916,4 @@ pub async fn reap_orphans(
         removed.push(id);
     }
     Ok(removed)
-}
-
-/// The binds of DESIGN §2 "docker" and safety rule 2 for a worktree.
-///
-/// The worktree and the repository's common git dir are mounted read-write at
-/// their own absolute host paths, so the worktree's `.git` file resolves inside
-/// and git there sees a healthy worktree. Layered read-only on top:
-/// `<common>/config`, `<common>/hooks`, `<common>/info`, and for every
-/// registered linked worktree its admin dir's `commondir` and `gitdir` files
-/// and the `.git` file that `gitdir` names. Binding the other worktrees' `.git`
-/// files keeps in-container `git worktree prune` from deleting their
-/// registrations (their directories are not mounted, so git would see them as
-/// prunable). For a linked worktree the main checkout's `HEAD` and `index` are
-/// read-only too: the agent never needs them, and the host's checkout must not move.
-///
-/// `hooks` and `info` are created (empty) when missing, since a folder that is
-/// not there cannot be mounted read-only and the agent could create it.
-pub fn protected_mounts(
-    repo_common_dir: &Path,
-    worktree_path: &Path,
-) -> Result<Vec<Mount>, SandboxError> {
-    let io = |what: &str, path: &Path, e: std::io::Error| {
-        SandboxError::Other(format!("{what} {}: {e}", path.display()))
-    };
-    let common = repo_common_dir.to_path_buf();
-    let worktree = worktree_path.to_path_buf();
-    if !common.is_absolute() || !worktree.is_absolute() {
-        return Err(SandboxError::Other(format!(
-            "protected mounts need absolute paths (got {} and {})",
-            common.display(),
-            worktree.display()
-        )));
-    }
-    let mut mounts = vec![
-        Mount::same_path(&worktree, false),
-        Mount::same_path(&common, false),
-        Mount::same_path(common.join("config"), true),
-    ];
-    for dir in ["hooks", "info"] {
-        let path = common.join(dir);
-        std::fs::create_dir_all(&path).map_err(|e| io("cannot create", &path, e))?;
-        mounts.push(Mount::same_path(path, true));
-    }
-
-    let dot_git = worktree.join(".git");
-    let linked = dot_git.is_file();
-    if linked {
-        // The worktree's own `.git` file, whatever the registrations below say.
-        mounts.push(Mount::same_path(&dot_git, true));
-        for file in ["HEAD", "index"] {
-            let path = common.join(file);
-            if path.is_file() {
-                mounts.push(Mount::same_path(path, true));
-            }
-        }
-    } else if !dot_git.is_dir() {
-        return Err(SandboxError::Other(format!(
-            "{} is not a git worktree (no .git file or folder)",
-            worktree.display()
-        )));
-    }
-
-    let admin_root = common.join("worktrees");
-    let entries = match std::fs::read_dir(&admin_root) {
-        Ok(entries) => Some(entries),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io("cannot read", &admin_root, e)),
-    };
-    let mut found_own = !linked;
-    for entry in entries.into_iter().flatten() {
-        let admin = entry.map_err(|e| io("cannot read", &admin_root, e))?.path();
-        if !admin.is_dir() {
-            continue;
-        }
-        for file in ["commondir", "gitdir"] {
-            let path = admin.join(file);
-            if path.is_file() {
-                mounts.push(Mount::same_path(path, true));
-            }
-        }
-        // `gitdir` names the worktree's `.git` file. Only a regular file called
-        // `.git` that points back at this admin dir is bound, so a tampered
-        // `gitdir` cannot expose an arbitrary host file.
-        let Some(target) = read_gitdir_file(&admin.join("gitdir")) else {
-            continue;
-        };
-        if target == dot_git {
-            found_own = true;
-            continue;
-        }
-        if same_file(&target, &dot_git) {
-            // Registered under another spelling (a symlinked parent): git
-            // inside checks that spelling, so the file must exist there too.
-            found_own = true;
-            mounts.push(Mount {
-                host_path: dot_git.clone(),
-                container_path: target,
-                readonly: true,
-            });
-            continue;
-        }
-        if target.file_name() == Some(".git".as_ref())
-            && target.is_absolute()
-            && target.is_file()
-            && read_gitdir_file(&target).is_some_and(|back| same_file(&back, &admin))
-        {
-            mounts.push(Mount::same_path(target, true));
-        }
-    }
-    if !found_own {
-        // The `.git` file says which admin dir is ours; name it in the error.
-        let admin = read_gitdir_file(&dot_git);
-        return Err(SandboxError::Other(format!(
-            "{} is not a registered worktree of {} (its .git file points to {})",
-            worktree.display(),
-            common.display(),
-            admin.map_or_else(|| "nothing readable".into(), |p| p.display().to_string())
-        )));
-    }
-    Ok(mounts)
-}
-
-/// Reads a one-line `gitdir: PATH` file (a worktree's `.git`) or a bare-path
-/// file (an admin dir's `gitdir`); relative paths resolve against the file's folder.
-fn read_gitdir_file(path: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().next()?.trim();
-    let value = line.strip_prefix("gitdir:").map_or(line, str::trim);
-    if value.is_empty() {
-        return None;
-    }
-    let value = PathBuf::from(value);
-    Some(if value.is_absolute() {
-        value
-    } else {
-        path.parent()?.join(value)
-    })
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }

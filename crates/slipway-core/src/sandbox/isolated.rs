@@ -3,7 +3,6 @@
 //! files, uploaded through the Engine API; commits come back as a bundle (SHAs
 //! preserved) and uncommitted results as files. Works against a remote engine.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,20 +25,6 @@ pub struct IsolatedSandbox {
     container_worktree: PathBuf,
     branch: String,
     base: Option<Oid>,
-}
-
-/// What came back from the sandbox.
-#[derive(Debug, Default)]
-pub struct Collected {
-    /// The branch's new tip, when the agent committed.
-    pub new_tip: Option<Oid>,
-    /// Changed or new files written into the host worktree.
-    pub files: Vec<String>,
-    /// Files the agent deleted, removed from the host worktree.
-    pub deleted: Vec<String>,
-    /// Set when the container's branch was not a fast-forward of the host's:
-    /// its commits were kept on this branch instead.
-    pub diverged_branch: Option<String>,
 }
 
 fn other(what: &str, e: impl std::fmt::Display) -> SandboxError {
@@ -203,24 +188,37 @@ impl IsolatedSandbox {
     }
 
     /// Saves the container's whole worktree (its `.git` with every commit
-    /// included) as a tar on the host, for when [`collect`](Self::collect) failed.
+    /// included) as a tar on the host, for when bringing the work back failed.
     pub async fn rescue(&self, dest: &Path) -> Result<PathBuf, SandboxError> {
+        std::fs::create_dir_all(dest).map_err(|e| other("cannot write the rescue", e))?;
+        let file = dest.join("worktree.tar");
+        self.download(&self.container_worktree.display().to_string(), &file)
+            .await?;
+        Ok(file)
+    }
+
+    /// Streams the container's `path` as a tar archive into the host file
+    /// `to` (written beside it, then renamed), never holding it in memory.
+    async fn download(&self, path: &str, to: &Path) -> Result<(), SandboxError> {
+        use tokio::io::AsyncWriteExt;
         let options = bollard::query_parameters::DownloadFromContainerOptionsBuilder::default()
-            .path(&self.container_worktree.display().to_string())
+            .path(path)
             .build();
         let mut stream = self
             .inner
             .docker()
             .download_from_container(self.inner.container_id(), Some(options));
-        let mut bytes = Vec::new();
+        let partial = to.with_extension("partial");
+        let write = |e: std::io::Error| other(&format!("cannot write {}", partial.display()), e);
+        let mut file = tokio::fs::File::create(&partial).await.map_err(write)?;
         while let Some(chunk) = stream.next().await {
-            bytes.extend_from_slice(&chunk.map_err(|e| other("cannot download the worktree", e))?);
+            let chunk = chunk.map_err(|e| other("cannot download from the container", e))?;
+            file.write_all(&chunk).await.map_err(write)?;
         }
-        std::fs::create_dir_all(dest).map_err(|e| other("cannot write the rescue", e))?;
-        let file = dest.join("worktree.tar");
-        crate::util::write_atomic(&file, &bytes)
-            .map_err(|e| other("cannot write the rescue", e))?;
-        Ok(file)
+        file.sync_all().await.map_err(write)?;
+        drop(file);
+        tokio::fs::rename(&partial, to).await.map_err(write)?;
+        Ok(())
     }
 
     /// The container underneath.
@@ -241,6 +239,21 @@ impl IsolatedSandbox {
     /// The worktree's path inside the container.
     pub fn container_worktree(&self) -> &Path {
         &self.container_worktree
+    }
+
+    /// The branch commit the container started from (what the host had).
+    pub fn base(&self) -> Option<Oid> {
+        self.base
+    }
+
+    /// The host worktree whose copy the container holds.
+    pub fn host_worktree(&self) -> &Path {
+        &self.host_worktree
+    }
+
+    /// The branch the agent works on.
+    pub fn branch(&self) -> &str {
+        &self.branch
     }
 
     /// Attaches to the container of a long-lived isolated sandbox and ships
@@ -328,9 +341,11 @@ while IFS= read -r f; do if [ -n "$f" ]; then rm -f -- "$f"; fi; done < "$IN/del
         Ok(())
     }
 
-    /// Brings the agent's work back: commits onto the branch (same SHAs),
-    /// uncommitted and untracked files into the host worktree.
-    pub async fn collect(&self, host_repo: &Path) -> Result<Collected, SandboxError> {
+    /// Gathers the agent's work inside the container (new commits as a
+    /// bundle, changed and new files, the list of deleted ones) and streams
+    /// it into the host file `to` as a tar archive. Nothing is written into
+    /// the host worktree here.
+    pub async fn download_results(&self, to: &Path) -> Result<(), SandboxError> {
         let script = r#"set -eo pipefail
 rm -rf "$OUT"; mkdir -p "$OUT/files"
 cd "$WT"
@@ -352,27 +367,7 @@ while IFS= read -r f; do
 done < "$IN/seeded.txt"
 "#;
         self.script(script).await?;
-        let options = bollard::query_parameters::DownloadFromContainerOptionsBuilder::default()
-            .path(OUT_DIR)
-            .build();
-        let mut stream = self
-            .inner
-            .docker()
-            .download_from_container(self.inner.container_id(), Some(options));
-        let mut tar_bytes = Vec::new();
-        while let Some(chunk) = stream.next().await {
-            tar_bytes
-                .extend_from_slice(&chunk.map_err(|e| other("cannot download the results", e))?);
-        }
-        let host_worktree = self.host_worktree.clone();
-        let host_repo = host_repo.to_path_buf();
-        let branch = self.branch.clone();
-        let base = self.base;
-        tokio::task::spawn_blocking(move || {
-            apply(&host_repo, &host_worktree, &branch, base, &tar_bytes)
-        })
-        .await
-        .map_err(|e| other("applying the results", e))?
+        self.download(OUT_DIR, to).await
     }
 }
 
@@ -383,86 +378,6 @@ fn container_worktree_for(host_worktree: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "worktree".into());
     PathBuf::from(WORK_ROOT).join(name)
-}
-
-/// Writes what came back into the host: objects and the branch first (the
-/// worktree's files follow the new tip), then the uncommitted files over them.
-fn apply(
-    host_repo: &Path,
-    worktree: &Path,
-    branch: &str,
-    base: Option<Oid>,
-    tar_bytes: &[u8],
-) -> Result<Collected, SandboxError> {
-    let bad = |e: std::io::Error| other("bad results archive", e);
-    let mut collected = Collected::default();
-    let mut bundle_bytes: Option<Vec<u8>> = None;
-    let mut deleted_text = String::new();
-    let mut archive = tar::Archive::new(tar_bytes);
-    for entry in archive.entries().map_err(bad)? {
-        let mut entry = entry.map_err(bad)?;
-        // Entries look like `slipway-out/…`.
-        let rel: PathBuf = entry.path().map_err(bad)?.components().skip(1).collect();
-        if rel == Path::new("repo.bundle") {
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).map_err(bad)?;
-            bundle_bytes = Some(bytes);
-        } else if rel == Path::new("deleted.txt") {
-            entry.read_to_string(&mut deleted_text).map_err(bad)?;
-        }
-    }
-    if let Some(bytes) = bundle_bytes {
-        let applied = bundle::apply(host_repo, worktree, branch, base, &bytes)
-            .map_err(|e| other(e.step, e.source))?;
-        collected.new_tip = applied.tip;
-        collected.diverged_branch = applied.diverged_branch;
-    }
-    let mut archive = tar::Archive::new(tar_bytes);
-    for entry in archive.entries().map_err(bad)? {
-        let mut entry = entry.map_err(bad)?;
-        let rel: PathBuf = entry.path().map_err(bad)?.components().skip(1).collect();
-        let Ok(file) = rel.strip_prefix("files") else {
-            continue;
-        };
-        if file.as_os_str().is_empty()
-            || file
-                .components()
-                .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            continue;
-        }
-        let target = worktree.join(file);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| other("cannot write results", e))?;
-        }
-        let kind = entry.header().entry_type();
-        if kind.is_dir() {
-            std::fs::create_dir_all(&target).map_err(|e| other("cannot write results", e))?;
-            continue;
-        }
-        if target.symlink_metadata().is_ok() {
-            std::fs::remove_file(&target).map_err(|e| other("cannot write results", e))?;
-        }
-        entry
-            .unpack(&target)
-            .map_err(|e| other("cannot write results", e))?;
-        if kind.is_file() || kind.is_symlink() {
-            collected.files.push(file.display().to_string());
-        }
-    }
-    for line in deleted_text.lines().filter(|l| !l.is_empty()) {
-        let rel = Path::new(line);
-        if rel
-            .components()
-            .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            continue;
-        }
-        if std::fs::remove_file(worktree.join(rel)).is_ok() {
-            collected.deleted.push(line.to_owned());
-        }
-    }
-    Ok(collected)
 }
 
 impl Sandbox for IsolatedSandbox {

@@ -1,10 +1,20 @@
 //! Private worktrees under `<host>/.slipway/worktrees/`: create, re-use, copy-in,
 //! list, close, and the records that make every worktree findable after a crash.
 
+mod close;
 pub mod copy;
+mod create;
 pub mod lock;
 pub mod naming;
 pub mod record;
+mod recover;
+pub mod removal;
+mod status;
+
+pub use close::{close, close_locked};
+pub use create::{create, create_locked};
+pub use recover::recover;
+pub use status::{list, list_with, read_status, reconcile};
 
 use std::path::{Path, PathBuf};
 
@@ -74,6 +84,13 @@ pub enum CreateError {
     /// The branch is checked out in the host checkout.
     #[error("branch '{branch}' is checked out in the host repository at {}; use another branch name, or switch the host to another branch first", path.display())]
     CheckedOutInHost { branch: String, path: PathBuf },
+    /// A rebase or bisect started from the branch is under way somewhere.
+    #[error("branch '{branch}' is {what} in {}; finish or abort that first (git refuses to check it out elsewhere too)", path.display())]
+    BranchBusy {
+        branch: String,
+        what: &'static str,
+        path: PathBuf,
+    },
     /// The branch is checked out in a worktree slipway does not own.
     #[error("branch '{branch}' is checked out in another worktree at {}; use another branch name, or remove that worktree with `git worktree remove`", path.display())]
     CheckedOutElsewhere { branch: String, path: PathBuf },
@@ -83,8 +100,8 @@ pub enum CreateError {
     /// A copy pattern is malformed or leaves the repository; nothing was created.
     #[error("{0}; nothing was created")]
     BadCopyPattern(CopyError),
-    /// Copy-in failed after the worktree was created; the worktree is left for inspection.
-    #[error("{source}; the worktree was created at {}", worktree_path.display())]
+    /// Copy-in failed; the half-made worktree was removed again.
+    #[error("{source}; nothing was created (the worktree at {} was removed again)", worktree_path.display())]
     Copy {
         source: CopyError,
         worktree_path: PathBuf,
@@ -92,6 +109,9 @@ pub enum CreateError {
     /// Filesystem trouble under `.slipway/`.
     #[error("{0}")]
     Io(String),
+    /// A record could not be read or written.
+    #[error(transparent)]
+    Record(record::RecordError),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -105,22 +125,21 @@ impl CreateError {
             CreateError::Source(e) => e.kind(),
             CreateError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
             CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => "io",
-            CreateError::CheckedOutInHost { .. } | CreateError::CheckedOutElsewhere { .. } => {
-                "branchCheckedOut"
-            }
+            CreateError::CheckedOutInHost { .. }
+            | CreateError::CheckedOutElsewhere { .. }
+            | CreateError::BranchBusy { .. } => "branchCheckedOut",
             CreateError::PathOccupied { .. } => "pathOccupied",
             CreateError::Copy { .. } => "copyFailed",
+            CreateError::Record(e) => e.kind(),
             CreateError::BadCopyPattern(_) => "invalidParams",
             CreateError::Git(_) => "git",
         }
     }
 
-    /// The worktree this error leaves behind, if any.
+    /// The worktree this error leaves behind, if any (a failed create
+    /// removes what it made, so none).
     pub fn worktree_path(&self) -> Option<&Path> {
-        match self {
-            CreateError::Copy { worktree_path, .. } => Some(worktree_path),
-            _ => None,
-        }
+        None
     }
 }
 
@@ -132,7 +151,7 @@ impl From<LockError> for CreateError {
 
 impl From<record::RecordError> for CreateError {
     fn from(e: record::RecordError) -> Self {
-        CreateError::Io(e.to_string())
+        CreateError::Record(e)
     }
 }
 
@@ -166,259 +185,6 @@ pub fn new_temp_branch_name() -> String {
     format!("slipway/merge-{}", random_hex(4))
 }
 
-/// Creates a worktree, or returns the existing one for the same branch, taking the branch lock.
-pub fn create(host: &HostRepo, request: &CreateRequest) -> Result<Created, CreateError> {
-    let branch = match &request.target {
-        WorktreeTarget::Branch { name, .. } => {
-            validate_branch_name(name)?;
-            name.clone()
-        }
-        WorktreeTarget::MergeToHead => new_temp_branch_name(),
-    };
-    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
-    let lock = lock_branch(host, &branch)?;
-    create_locked(host, request, &lock)
-}
-
-/// Creates or re-uses a worktree while the caller holds `lock` for its branch.
-pub fn create_locked(
-    host: &HostRepo,
-    request: &CreateRequest,
-    lock: &BranchLock,
-) -> Result<Created, CreateError> {
-    copy::check_patterns(&request.copy).map_err(CreateError::BadCopyPattern)?;
-    let branch = lock.branch().to_owned();
-    let id = naming::dir_name(&branch);
-    let path = worktrees_dir(host).join(&id);
-    let repo = host.git();
-    let slipway_dir = host.slipway_dir();
-    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
-
-    let registered = worktrees::is_registered(repo, &id);
-    let existing = WorktreeRecord::load(&slipway_dir, &id);
-    if registered && path.exists() {
-        return reuse(host, &branch, &id, &path, existing, request);
-    }
-    if registered {
-        // Registered but the directory is gone: drop the stale registration.
-        let _admin =
-            AdminLock::acquire(&locks_dir(host)).map_err(|e| CreateError::Io(e.to_string()))?;
-        worktrees::prune(repo, &id, false)?;
-    }
-    if path.symlink_metadata().is_ok() {
-        let empty = std::fs::read_dir(&path)
-            .map(|mut d| d.next().is_none())
-            .unwrap_or(false);
-        if empty {
-            std::fs::remove_dir(&path).map_err(|e| CreateError::Io(e.to_string()))?;
-        } else {
-            return Err(CreateError::PathOccupied { path });
-        }
-    }
-    if let Some((in_host, where_)) = worktrees::checked_out_at(repo, host.root(), &branch, &id)? {
-        return Err(if in_host {
-            CreateError::CheckedOutInHost {
-                branch,
-                path: where_,
-            }
-        } else {
-            CreateError::CheckedOutElsewhere {
-                branch,
-                path: where_,
-            }
-        });
-    }
-
-    let mut notes = Vec::new();
-    let full = format!("refs/heads/{branch}");
-    let existing_tip = worktrees::branch_tip(repo, &branch);
-    let (base, created_branch, source_label, policy_text) = match existing_tip {
-        Some(tip) => {
-            if !matches!(request.source, SourcePolicy::HostHead)
-                || matches!(
-                    &request.target,
-                    WorktreeTarget::Branch { base: Some(_), .. }
-                )
-            {
-                notes.push(format!(
-                    "branch '{branch}' already exists: it is used as it is and the source policy is ignored"
-                ));
-            }
-            let resolved = ResolvedSource {
-                commit: tip.to_string(),
-                reference: Some(full.clone()),
-                label: format!("{branch} (existing branch)"),
-            };
-            (
-                resolved,
-                false,
-                format!("{branch} (existing branch)"),
-                "existing".to_owned(),
-            )
-        }
-        None => {
-            let policy = match &request.target {
-                WorktreeTarget::Branch {
-                    base: Some(base), ..
-                } => SourcePolicy::Named {
-                    reference: base.clone(),
-                },
-                _ => request.source.clone(),
-            };
-            let resolved = policy::resolve(repo, &policy)?;
-            let label = resolved.label.clone();
-            (resolved, true, label, policy.to_string())
-        }
-    };
-
-    let target_branch = match request.target {
-        WorktreeTarget::MergeToHead => host.current_branch(),
-        WorktreeTarget::Branch { .. } => Some(branch.clone()),
-    };
-    let mut record = WorktreeRecord {
-        id: id.clone(),
-        path: path.clone(),
-        branch: branch.clone(),
-        strategy: match request.target {
-            WorktreeTarget::Branch { .. } => WorktreeStrategy::Branch,
-            WorktreeTarget::MergeToHead => WorktreeStrategy::MergeToHead,
-        },
-        source_policy: policy_text,
-        base_commit: base.commit.clone(),
-        source_ref: base.reference.as_deref().map(|r| short_ref(r).to_owned()),
-        target_branch,
-        created: now_secs(),
-        state: WorktreeState::Active,
-        why: None,
-        run_id: None,
-        run_pid: None,
-        creating_pid: Some(std::process::id()),
-        extra: existing.map(|r| r.extra).unwrap_or_default(),
-    };
-    // The record goes first: whatever happens next, the worktree is findable.
-    record.save(&slipway_dir)?;
-
-    let rollback = |created_branch: bool| {
-        if created_branch {
-            // A branch created a moment ago holds no commits of its own.
-            let _ = worktrees::delete_branch(repo, &branch);
-        }
-        let _ = WorktreeRecord::delete(&slipway_dir, &id);
-    };
-    if created_branch
-        // A new branch tracks the remote branch the user started from.
-        && let Err(e) =
-            worktrees::create_branch(repo, &branch, base.oid(), base.reference.as_deref())
-    {
-        let _ = WorktreeRecord::delete(&slipway_dir, &id);
-        return Err(e.into());
-    }
-    let add = match AdminLock::acquire(&locks_dir(host)) {
-        Ok(_admin) => worktrees::add(repo, &id, &path, &branch).map_err(CreateError::from),
-        Err(e) => Err(CreateError::Io(format!(
-            "cannot take the worktree lock: {e}"
-        ))),
-    };
-    if let Err(e) = add {
-        rollback(created_branch);
-        return Err(e);
-    }
-    let copied = copy_into_worktree(host, &path, &request.copy);
-    record.creating_pid = None;
-    record.save(&slipway_dir)?;
-    let copy = copied.map_err(|source| CreateError::Copy {
-        source,
-        worktree_path: path.clone(),
-    })?;
-    notes.extend(copy.warnings.iter().cloned());
-    Ok(Created {
-        record,
-        reused: false,
-        source_label,
-        notes,
-        copy,
-    })
-}
-
-/// Returns the existing worktree for a branch, fast-forwarding it when that is safe.
-fn reuse(
-    host: &HostRepo,
-    branch: &str,
-    id: &str,
-    path: &Path,
-    existing: Option<WorktreeRecord>,
-    request: &CreateRequest,
-) -> Result<Created, CreateError> {
-    let mut notes = Vec::new();
-    let upstream = upstream_ref(host.git(), branch);
-    match worktrees::fast_forward(path, branch, upstream.as_deref())? {
-        FastForward::NotOnBranch => notes.push(format!(
-            "re-used as is: its HEAD is not on '{branch}' (detached or switched)"
-        )),
-        FastForward::Dirty => notes.push(
-            "re-used as is: it has uncommitted changes, so it was not fast-forwarded".to_owned(),
-        ),
-        FastForward::NoUpstream | FastForward::UpToDate => {}
-        FastForward::Moved { upstream } => notes.push(format!("fast-forwarded to {upstream}")),
-        FastForward::Ahead { upstream } => {
-            notes.push(format!("ahead of {upstream}: nothing to fast-forward"))
-        }
-        FastForward::Diverged { upstream } => notes.push(format!(
-            "re-used as is: '{branch}' and {upstream} have diverged"
-        )),
-    }
-    let record = match existing {
-        Some(r) => r,
-        None => {
-            let r = recovered_record(host, id, path, branch);
-            r.save(&host.slipway_dir())?;
-            r
-        }
-    };
-    if !request.copy.is_empty() {
-        notes.push("re-used worktree: copy patterns were not applied again".to_owned());
-    }
-    let source_label = format!("{branch} (existing worktree)");
-    Ok(Created {
-        record,
-        reused: true,
-        source_label,
-        notes,
-        copy: CopyReport::default(),
-    })
-}
-
-/// A record rebuilt for a worktree found without one (an interrupted create).
-fn recovered_record(host: &HostRepo, id: &str, path: &Path, branch: &str) -> WorktreeRecord {
-    let repo = host.git();
-    let tip = worktrees::branch_tip(repo, branch);
-    let base = match (tip, host.head_commit()) {
-        (Some(t), Some(h)) => worktrees::merge_base(repo, t, h).or(Some(t)),
-        (t, _) => t,
-    };
-    WorktreeRecord {
-        id: id.to_owned(),
-        path: path.to_path_buf(),
-        branch: branch.to_owned(),
-        strategy: if branch.starts_with("slipway/merge-") {
-            WorktreeStrategy::MergeToHead
-        } else {
-            WorktreeStrategy::Branch
-        },
-        source_policy: "unknown".to_owned(),
-        base_commit: base.map(|b| b.to_string()).unwrap_or_default(),
-        source_ref: None,
-        target_branch: host.current_branch(),
-        created: now_secs(),
-        state: WorktreeState::Active,
-        why: Some("recovered: found without a record (an interrupted create)".to_owned()),
-        run_id: None,
-        run_pid: None,
-        creating_pid: None,
-        extra: Default::default(),
-    }
-}
-
 /// The health of a worktree as records and git see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -429,6 +195,11 @@ pub enum Health {
     Missing,
     /// Being created by a live process right now.
     Creating,
+    /// A create that died half way: not usable until the next slipway
+    /// command undoes it (creating the worktree again does that too).
+    Incomplete,
+    /// Its record cannot be read; `why` says which file and what to do.
+    Corrupt,
 }
 
 /// One worktree as `list` shows it.
@@ -463,59 +234,6 @@ pub struct WorktreeStatus {
     pub base_commit: String,
 }
 
-/// Lists every slipway worktree of the repository, after reconciling records with git.
-pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
-    list_with(host, read_status)
-}
-
-/// A present worktree's changed paths and commits ahead of its base, read
-/// from disk (a `git status` of the whole checkout).
-pub fn read_status(record: &WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error> {
-    worktrees::status_at(&record.path, &record.branch, &record.base_commit)
-}
-
-/// [`list`], asking `status` for each present worktree's changed paths and
-/// commits ahead (the sidecar answers from a cache when nothing changed).
-pub fn list_with(
-    host: &HostRepo,
-    mut status: impl FnMut(&WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error>,
-) -> Result<Vec<WorktreeStatus>, git2::Error> {
-    reconcile(host)?;
-    let repo = host.git();
-    let mut out = Vec::new();
-    for record in WorktreeRecord::load_all(&host.slipway_dir()) {
-        let creating = record.creating_pid.is_some_and(pid_alive);
-        let present = record.path.is_dir() && worktrees::is_registered(repo, &record.id);
-        let (changed, ahead) = if present && !creating {
-            status(&record)?
-        } else {
-            (Vec::new(), 0)
-        };
-        out.push(WorktreeStatus {
-            id: record.id,
-            path: record.path,
-            branch: record.branch,
-            strategy: record.strategy,
-            dirty: !changed.is_empty(),
-            changed_files: changed.len(),
-            changed_paths: changed,
-            ahead,
-            state: record.state,
-            why: record.why,
-            run_id: record.run_id,
-            health: if creating {
-                Health::Creating
-            } else if present {
-                Health::Ok
-            } else {
-                Health::Missing
-            },
-            base_commit: record.base_commit,
-        });
-    }
-    Ok(out)
-}
-
 /// Whether a process is alive.
 pub fn pid_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
@@ -524,48 +242,6 @@ pub fn pid_alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// Brings records in line with `git worktree list`: registered slipway
-/// worktrees without a record get one; `running` records whose process is gone
-/// become `active` (or `preserved` when dirty). Never deletes anything.
-pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
-    let repo = host.git();
-    let slipway_dir = host.slipway_dir();
-    let wt_dir = canonical(&worktrees_dir(host));
-    for wt in worktrees::registered(repo)? {
-        let path = canonical(&wt.path);
-        if !path.starts_with(&wt_dir) || !path.is_dir() {
-            continue;
-        }
-        if WorktreeRecord::load(&slipway_dir, &wt.id).is_some() {
-            continue;
-        }
-        let Some(branch) = wt.branch else { continue };
-        let record = recovered_record(host, &wt.id, &path, &branch);
-        let _ = record.save(&slipway_dir);
-    }
-    for mut record in WorktreeRecord::load_all(&slipway_dir) {
-        if record.state != WorktreeState::Running {
-            continue;
-        }
-        if record.run_pid.is_some_and(pid_alive) {
-            continue;
-        }
-        let dirty = worktrees::changed_paths_at(&record.path).is_ok_and(|c| !c.is_empty());
-        record.state = if dirty {
-            WorktreeState::Preserved
-        } else {
-            WorktreeState::Active
-        };
-        record.why = Some(format!(
-            "run {} ended without finishing (its process is gone)",
-            record.run_id.as_deref().unwrap_or("?")
-        ));
-        record.run_pid = None;
-        let _ = record.save(&slipway_dir);
-    }
-    Ok(())
 }
 
 /// Finds a worktree record by id, path (the worktree or anything inside it) or branch name.
@@ -600,6 +276,9 @@ pub enum CloseOutcome {
         branch_deleted: bool,
         /// Why the branch was kept, with the commands to merge or discard it.
         branch_kept: Option<String>,
+        /// Where a commit only the worktree's detached HEAD held was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_commit: Option<String>,
     },
     /// The worktree has uncommitted changes and was kept.
     Preserved {
@@ -627,6 +306,9 @@ pub enum CloseError {
     /// Filesystem trouble under `.slipway/`.
     #[error("{0}")]
     Io(String),
+    /// The worktree's record cannot be read or written.
+    #[error(transparent)]
+    Record(record::RecordError),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -639,6 +321,7 @@ impl CloseError {
             CloseError::NotFound { .. } => "worktreeNotFound",
             CloseError::BranchInUse(LockError::InUse { .. }) => "branchInUse",
             CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => "io",
+            CloseError::Record(e) => e.kind(),
             CloseError::Git(_) => "git",
         }
     }
@@ -646,24 +329,8 @@ impl CloseError {
 
 impl From<record::RecordError> for CloseError {
     fn from(e: record::RecordError) -> Self {
-        CloseError::Io(e.to_string())
+        CloseError::Record(e)
     }
-}
-
-/// Closes a worktree: dirty → preserved (unless `force`); clean → removed,
-/// and a temporary branch deleted unless it holds commits on no other branch.
-pub fn close(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, CloseError> {
-    let Some(record) = find(host, selector) else {
-        return Err(CloseError::NotFound {
-            selector: selector.to_owned(),
-            known: WorktreeRecord::load_all(&host.slipway_dir())
-                .into_iter()
-                .map(|r| format!("{} ({})", r.id, r.branch))
-                .collect(),
-        });
-    };
-    let lock = lock_branch(host, &record.branch)?;
-    close_locked(host, record, force, &lock)
 }
 
 /// The commands that inspect or discard a preserved worktree.
@@ -672,73 +339,6 @@ pub fn preserved_commands(path: &Path) -> Vec<String> {
         format!("cd {}", path.display()),
         format!("git worktree remove --force {}", path.display()),
     ]
-}
-
-/// Closes a worktree while the caller holds its branch lock.
-pub fn close_locked(
-    host: &HostRepo,
-    mut record: WorktreeRecord,
-    force: bool,
-    _lock: &BranchLock,
-) -> Result<CloseOutcome, CloseError> {
-    let repo = host.git();
-    let slipway_dir = host.slipway_dir();
-    let registered = worktrees::is_registered(repo, &record.id);
-    let present = record.path.is_dir();
-    if present && !registered && !force {
-        let reason = "the directory is not a registered git worktree, so its changes cannot be checked; it was kept".to_owned();
-        return Ok(CloseOutcome::Preserved {
-            id: record.id.clone(),
-            preserved_path: record.path.clone(),
-            branch: record.branch.clone(),
-            reason,
-            changed_paths: Vec::new(),
-            commands: preserved_commands(&record.path),
-        });
-    }
-    if present && registered {
-        let changed = worktrees::changed_paths_at(&record.path)?;
-        if !changed.is_empty() && !force {
-            let reason = format!(
-                "it has uncommitted changes ({} {}): {}",
-                changed.len(),
-                if changed.len() == 1 { "path" } else { "paths" },
-                summarize(&changed)
-            );
-            record.state = WorktreeState::Preserved;
-            record.why = Some(reason.clone());
-            record.save(&slipway_dir)?;
-            return Ok(CloseOutcome::Preserved {
-                id: record.id.clone(),
-                preserved_path: record.path.clone(),
-                branch: record.branch.clone(),
-                reason,
-                changed_paths: changed,
-                commands: preserved_commands(&record.path),
-            });
-        }
-    }
-    if registered {
-        let _admin =
-            AdminLock::acquire(&locks_dir(host)).map_err(|e| CloseError::Io(e.to_string()))?;
-        worktrees::prune(repo, &record.id, true)?;
-    } else if present {
-        std::fs::remove_dir_all(&record.path).map_err(|e| CloseError::Io(e.to_string()))?;
-    }
-    let (branch_deleted, branch_kept) = match record.strategy {
-        WorktreeStrategy::Branch => (false, None),
-        WorktreeStrategy::MergeToHead => {
-            delete_temp_branch_if_merged(host, &record.branch, &record.base_commit)?
-        }
-    };
-    WorktreeRecord::delete(&slipway_dir, &record.id)?;
-    Ok(CloseOutcome::Removed {
-        id: record.id,
-        path: record.path,
-        branch: record.branch,
-        branch_deleted,
-        branch_kept,
-    })
 }
 
 fn summarize(paths: &[String]) -> String {

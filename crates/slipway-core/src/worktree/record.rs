@@ -98,6 +98,20 @@ pub enum RecordError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The record is there but is not a record (truncated, garbage): it is
+    /// never rewritten, only reported.
+    #[error("the worktree record {} cannot be read ({why}); it was left as it is: look at it, then move it away to let slipway rebuild it from git", path.display())]
+    Corrupt { path: PathBuf, why: String },
+}
+
+impl RecordError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RecordError::Io { .. } => "io",
+            RecordError::Corrupt { .. } => "corruptRecord",
+        }
+    }
 }
 
 /// The folder holding the records.
@@ -128,10 +142,48 @@ impl WorktreeRecord {
         }
     }
 
-    /// Loads one record by id.
+    /// Loads one record by id (`None` when it is missing or cannot be read).
     pub fn load(slipway_dir: &Path, id: &str) -> Option<WorktreeRecord> {
-        let text = std::fs::read(record_path(slipway_dir, id)).ok()?;
-        serde_json::from_slice(&text).ok()
+        Self::read(slipway_dir, id).ok().flatten()
+    }
+
+    /// Reads one record by id: `Ok(None)` when there is none, an error when
+    /// the file is there but is not a record.
+    pub fn read(slipway_dir: &Path, id: &str) -> Result<Option<WorktreeRecord>, RecordError> {
+        let path = record_path(slipway_dir, id);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(RecordError::Io { path, source }),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| RecordError::Corrupt {
+                path,
+                why: e.to_string(),
+            })
+    }
+
+    /// The ids of records that are there but cannot be read, with why.
+    pub fn corrupt(slipway_dir: &Path) -> Vec<(String, RecordError)> {
+        let Ok(entries) = std::fs::read_dir(state_dir(slipway_dir)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name
+                .strip_suffix(".json")
+                .filter(|_| !name.starts_with('.'))
+            else {
+                continue;
+            };
+            if let Err(e @ RecordError::Corrupt { .. }) = Self::read(slipway_dir, id) {
+                out.push((id.to_owned(), e));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// Loads every readable record, sorted by creation time then id.

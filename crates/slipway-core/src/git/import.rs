@@ -1,0 +1,416 @@
+//! Bringing a run's branch from its private git dir into the host (DESIGN §2
+//! "Import"): only that branch, object by object, every object hashed again,
+//! then the host branch moved by compare-and-swap against its value when the
+//! run started. A branch the user moved meanwhile keeps the user's value and
+//! the run's commits land on `<branch>-run-<id>`.
+//!
+//! The private store is read by object id alone: nothing it holds (a
+//! commit-graph, an index of packs, an object stored under the wrong id)
+//! can make the host take an object whose content does not hash to the id
+//! that refers to it. New objects reach the host as one pack, written by
+//! libgit2's indexer, which hashes them once more.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use git2::{ObjectType, Odb, Oid, Repository};
+use serde::{Deserialize, Serialize};
+
+/// What an import did on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Imported {
+    /// The full ref that now holds the run's tip (the branch itself, or the side branch).
+    pub landed_on: String,
+    /// Whether the run's own branch moved (false: a side branch was made, or nothing new).
+    pub moved: bool,
+    /// Set when the branch had moved meanwhile (or the run rewrote its
+    /// history): the commits are on this branch instead, and why.
+    pub side_branch: Option<SideBranch>,
+    /// The commits the host did not have, oldest first.
+    pub commits: Vec<String>,
+    /// How many objects were written into the host's store.
+    pub objects: usize,
+}
+
+/// A branch made because the run's own branch could not be moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SideBranch {
+    /// Its short name.
+    pub name: String,
+    /// Why the run's branch was left alone.
+    pub reason: String,
+}
+
+/// Why an import failed. The host's refs are as before in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// An object the run's branch needs is not in the private store.
+    #[error("the run's branch needs object {id}, which its private git dir does not hold")]
+    Missing { id: Oid },
+    /// An object's content does not hash to the id it is stored under.
+    #[error(
+        "object {id} in the run's private git dir does not match its id (its content hashes to {actual}); nothing was imported"
+    )]
+    Mismatch { id: Oid, actual: Oid },
+    /// An object could not be parsed as its type says.
+    #[error(
+        "object {id} in the run's private git dir is not a well-formed {kind}; nothing was imported"
+    )]
+    Malformed { id: Oid, kind: &'static str },
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl ImportError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ImportError::Missing { .. }
+            | ImportError::Mismatch { .. }
+            | ImportError::Malformed { .. } => "importRefused",
+            ImportError::Git(_) => "git",
+        }
+    }
+}
+
+/// Objects larger than this are written to the host one by one rather than
+/// held in memory for the pack.
+const PACK_OBJECT_LIMIT: usize = 32 << 20;
+
+/// What to import.
+#[derive(Debug, Clone)]
+pub struct ImportRequest<'a> {
+    /// The host ref the run works on: `refs/heads/<branch>`, or `HEAD` for a
+    /// detached `head` run.
+    pub refname: &'a str,
+    /// The run's tip in its private dir.
+    pub tip: Oid,
+    /// The host ref's value when the run started (`None`: it did not exist).
+    pub start: Option<Oid>,
+    /// The run id, for the side branch's name.
+    pub run_id: &'a str,
+}
+
+/// Imports a run's branch from the private object store at `private_objects`
+/// into `host` (a handle on the host repository).
+pub fn import_branch(
+    host: &Repository,
+    private_objects: &Path,
+    request: &ImportRequest<'_>,
+) -> Result<Imported, ImportError> {
+    let count = copy_objects(host, private_objects, request.tip)?;
+    let current = current_value(host, request.refname);
+    let commits = super::commits_between(host, request.start, request.tip)?
+        .into_iter()
+        .map(|c| c.to_string())
+        .collect();
+    if current == Some(request.tip) {
+        return Ok(Imported {
+            landed_on: request.refname.to_owned(),
+            moved: false,
+            side_branch: None,
+            commits,
+            objects: count,
+        });
+    }
+    let descends = match request.start {
+        None => true,
+        Some(start) => start == request.tip || host.graph_descendant_of(request.tip, start)?,
+    };
+    let moved_meanwhile = current != request.start;
+    if descends && !moved_meanwhile {
+        let message = format!("slipway: run {}", request.run_id);
+        let swapped = match request.start {
+            Some(start) => host
+                .reference_matching(request.refname, request.tip, true, start, &message)
+                .map(|_| ()),
+            None => host
+                .reference(request.refname, request.tip, false, &message)
+                .map(|_| ()),
+        };
+        match swapped {
+            Ok(()) => {
+                return Ok(Imported {
+                    landed_on: request.refname.to_owned(),
+                    moved: true,
+                    side_branch: None,
+                    commits,
+                    objects: count,
+                });
+            }
+            // Lost the race with the user: their value stays.
+            Err(e)
+                if matches!(
+                    e.code(),
+                    git2::ErrorCode::Modified | git2::ErrorCode::Exists
+                ) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let reason = if !descends {
+        "the run rewrote the branch's history (its tip does not contain the commit it started from)"
+    } else {
+        "the branch moved on the host while the run went on (kept as you left it)"
+    };
+    let side = side_branch(host, request, reason)?;
+    Ok(Imported {
+        landed_on: format!("refs/heads/{}", side.name),
+        moved: false,
+        side_branch: Some(side),
+        commits,
+        objects: count,
+    })
+}
+
+/// After the checkout's branch moved from `from` to `to`, brings the
+/// checkout's index in step for the paths those commits changed; every other
+/// entry (what the user staged meanwhile) stays. Entries come with the stat
+/// data of the run's private index when it holds the same content, so `git
+/// status` need not read those files again. Returns the paths updated.
+pub fn update_index(
+    checkout: &Repository,
+    from: Option<Oid>,
+    to: Oid,
+    private_index: Option<&Path>,
+) -> Result<usize, git2::Error> {
+    let old_tree = match from {
+        Some(c) => Some(checkout.find_commit(c)?.tree()?),
+        None => None,
+    };
+    let new_tree = checkout.find_commit(to)?.tree()?;
+    let mut diff_options = git2::DiffOptions::new();
+    diff_options.ignore_submodules(false);
+    let diff =
+        checkout.diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut diff_options))?;
+    let private = private_index.and_then(|p| git2::Index::open(p).ok());
+    let mut index = checkout.index()?;
+    // Read again right before changing it: what the user staged a moment
+    // ago must survive.
+    index.read(true)?;
+    let mut updated = 0;
+    for delta in diff.deltas() {
+        let new = delta.new_file();
+        let Some(path) = new.path().or_else(|| delta.old_file().path()) else {
+            continue;
+        };
+        if delta.status() == git2::Delta::Deleted {
+            index.remove_path(path)?;
+        } else {
+            let from_private = private
+                .as_ref()
+                .and_then(|p| p.get_path(path, 0))
+                .filter(|e| e.id == new.id() && e.mode == u32::from(new.mode()));
+            let entry = from_private.unwrap_or_else(|| git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode: u32::from(new.mode()),
+                uid: 0,
+                gid: 0,
+                file_size: 0,
+                id: new.id(),
+                flags: 0,
+                flags_extended: 0,
+                path: path.as_os_str().as_encoded_bytes().to_vec(),
+            });
+            index.add(&entry)?;
+        }
+        updated += 1;
+    }
+    index.write()?;
+    Ok(updated)
+}
+
+fn current_value(host: &Repository, refname: &str) -> Option<Oid> {
+    let reference = host.find_reference(refname).ok()?;
+    // A symbolic HEAD is not the detached HEAD the run started on.
+    if refname == "HEAD" && reference.symbolic_target().ok().flatten().is_some() {
+        return None;
+    }
+    reference.target()
+}
+
+fn side_branch(
+    host: &Repository,
+    request: &ImportRequest<'_>,
+    reason: &str,
+) -> Result<SideBranch, ImportError> {
+    let stem = match request.refname.strip_prefix("refs/heads/") {
+        Some(branch) => format!("{branch}-run-{}", request.run_id.trim_start_matches("run-")),
+        None => format!("slipway/run-{}", request.run_id.trim_start_matches("run-")),
+    };
+    let message = format!("slipway: run {} (kept aside)", request.run_id);
+    let mut name = stem.clone();
+    for n in 2.. {
+        match host.reference(&format!("refs/heads/{name}"), request.tip, false, &message) {
+            Ok(_) => break,
+            Err(e) if e.code() == git2::ErrorCode::Exists && n < 100 => {
+                name = format!("{stem}-{n}")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(SideBranch {
+        name,
+        reason: reason.to_owned(),
+    })
+}
+
+/// Copies every object reachable from `tip` that the host lacks from the
+/// private store into the host's, checking each against its id. Returns how
+/// many were written.
+fn copy_objects(host: &Repository, private_objects: &Path, tip: Oid) -> Result<usize, ImportError> {
+    let host_odb = host.odb()?;
+    if host_odb.exists(tip) {
+        return Ok(0);
+    }
+    let private = Odb::new()?;
+    let path = private_objects
+        .to_str()
+        .ok_or_else(|| git2::Error::from_str("the private objects folder is not a UTF-8 path"))?;
+    private.add_disk_alternate(path)?;
+
+    // A handle of its own, so the in-memory pack backend never reaches the caller's.
+    let writer_repo = Repository::open(host.path())?;
+    let writer_odb = writer_repo.odb()?;
+    let mempack = writer_odb.add_new_mempack_backend(1000)?;
+    let mut queued = 0usize;
+    let mut written = 0usize;
+    let mut seen: HashSet<Oid> = HashSet::new();
+    let mut todo = vec![tip];
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id) || host_odb.exists(id) {
+            continue;
+        }
+        let object = private.read(id).map_err(|_| ImportError::Missing { id })?;
+        let kind = object.kind();
+        let data = object.data();
+        let actual = Oid::hash_object(kind, data)?;
+        if actual != id {
+            return Err(ImportError::Mismatch { id, actual });
+        }
+        match kind {
+            ObjectType::Commit => todo.extend(commit_links(id, data)?),
+            ObjectType::Tree => todo.extend(tree_links(id, data)?),
+            ObjectType::Tag => todo.extend(tag_link(id, data)?),
+            _ => {}
+        }
+        if data.len() > PACK_OBJECT_LIMIT {
+            // One loose object: the pack would hold it in memory twice.
+            host_odb.write(kind, data)?;
+        } else {
+            writer_odb.write(kind, data)?;
+            queued += 1;
+        }
+        written += 1;
+    }
+    if queued > 0 {
+        let mut pack = git2::Buf::new();
+        mempack.dump(&writer_repo, &mut pack)?;
+        let mut packwriter = host_odb.packwriter()?;
+        std::io::Write::write_all(&mut packwriter, &pack)
+            .map_err(|e| git2::Error::from_str(&format!("cannot write the pack: {e}")))?;
+        packwriter.commit()?;
+    }
+    host_odb.refresh()?;
+    if !host_odb.exists(tip) {
+        return Err(ImportError::Missing { id: tip });
+    }
+    Ok(written)
+}
+
+fn hex_oid(id: Oid, kind: &'static str, hex: &[u8]) -> Result<Oid, ImportError> {
+    std::str::from_utf8(hex)
+        .ok()
+        .and_then(|h| Oid::from_str(h).ok())
+        .filter(|_| hex.len() == 40)
+        .ok_or(ImportError::Malformed { id, kind })
+}
+
+/// The tree and parents a commit names (its header lines up to the first blank one).
+fn commit_links(id: Oid, data: &[u8]) -> Result<Vec<Oid>, ImportError> {
+    let mut out = Vec::new();
+    let mut has_tree = false;
+    for line in data.split(|&b| b == b'\n') {
+        if line.is_empty() {
+            break;
+        }
+        if let Some(hex) = line.strip_prefix(b"tree ") {
+            out.push(hex_oid(id, "commit", hex)?);
+            has_tree = true;
+        } else if let Some(hex) = line.strip_prefix(b"parent ") {
+            out.push(hex_oid(id, "commit", hex)?);
+        }
+    }
+    if !has_tree {
+        return Err(ImportError::Malformed { id, kind: "commit" });
+    }
+    Ok(out)
+}
+
+/// The subtrees and blobs a tree names; gitlinks (submodule commits) are not
+/// objects of this repository and are not followed.
+fn tree_links(id: Oid, mut data: &[u8]) -> Result<Vec<Oid>, ImportError> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let space = data
+            .iter()
+            .position(|&b| b == b' ')
+            .ok_or(ImportError::Malformed { id, kind: "tree" })?;
+        let mode = &data[..space];
+        let nul = data[space..]
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(ImportError::Malformed { id, kind: "tree" })?
+            + space;
+        let raw = data
+            .get(nul + 1..nul + 21)
+            .ok_or(ImportError::Malformed { id, kind: "tree" })?;
+        let entry =
+            Oid::from_bytes(raw).map_err(|_| ImportError::Malformed { id, kind: "tree" })?;
+        if mode != b"160000" {
+            out.push(entry);
+        }
+        data = &data[nul + 21..];
+    }
+    Ok(out)
+}
+
+/// The object an annotated tag names.
+fn tag_link(id: Oid, data: &[u8]) -> Result<Vec<Oid>, ImportError> {
+    let first = data.split(|&b| b == b'\n').next().unwrap_or_default();
+    let hex = first
+        .strip_prefix(b"object ")
+        .ok_or(ImportError::Malformed { id, kind: "tag" })?;
+    Ok(vec![hex_oid(id, "tag", hex)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_entries_are_read_and_gitlinks_skipped() {
+        let blob = Oid::from_str("0123456789abcdef0123456789abcdef01234567").expect("oid");
+        let sub = Oid::from_str("89abcdef0123456789abcdef0123456789abcdef").expect("oid");
+        let mut data = Vec::new();
+        data.extend_from_slice(b"100644 a.txt\0");
+        data.extend_from_slice(blob.as_bytes());
+        data.extend_from_slice(b"160000 vendored\0");
+        data.extend_from_slice(sub.as_bytes());
+        let links = tree_links(Oid::ZERO_SHA1, &data).expect("parses");
+        assert_eq!(links, vec![blob]);
+        assert!(tree_links(Oid::ZERO_SHA1, b"100644 a.txt\0short").is_err());
+    }
+
+    #[test]
+    fn a_commit_without_a_tree_is_malformed() {
+        assert!(commit_links(Oid::ZERO_SHA1, b"author x\n\nmessage").is_err());
+        let ok = b"tree 0123456789abcdef0123456789abcdef01234567\nparent 89abcdef0123456789abcdef0123456789abcdef\n\nmsg";
+        assert_eq!(commit_links(Oid::ZERO_SHA1, ok).expect("parses").len(), 2);
+    }
+}

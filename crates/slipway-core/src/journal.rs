@@ -1,0 +1,173 @@
+//! The journal of multi-step host operations (create, merge, close): before
+//! an operation touches anything it writes what it is about to do to
+//! `.slipway/journal/<name>.json` and holds an advisory lock on that file
+//! until it is done. A journal whose lock nobody holds belongs to a process
+//! that died half way; the next slipway command (the CLI, or the sidecar
+//! when it opens the repository) finishes or undoes that operation, see
+//! [`crate::recovery`].
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// An operation under way, as much as its recovery needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Operation {
+    /// A merge into the host checkout: `target` moves from `ours` to `new`
+    /// once the files of the paths between them are written.
+    Merge {
+        target: String,
+        ours: String,
+        new: String,
+    },
+    /// A worktree being made: its record, registration, checkout and copy-in.
+    Create {
+        id: String,
+        branch: String,
+        /// The branch was made by this create (and holds nothing else yet).
+        created_branch: bool,
+        /// The commit the branch was made at.
+        base: String,
+    },
+    /// A worktree being removed (it was checked clean, or forced).
+    Close { id: String, branch: String },
+}
+
+/// A journal entry held by the live operation that wrote it.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+/// The journal could not be written: the operation must not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the journal {}: {source}", path.display())]
+pub struct JournalError {
+    /// The journal file.
+    pub path: PathBuf,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+/// The folder of the journal.
+pub fn dir(slipway_dir: &Path) -> PathBuf {
+    slipway_dir.join("journal")
+}
+
+impl Journal {
+    /// Writes `op` as `name`'s journal (durably, before returning) and
+    /// holds it until [`Journal::finish`].
+    pub fn begin(slipway_dir: &Path, name: &str, op: &Operation) -> Result<Journal, JournalError> {
+        let path = dir(slipway_dir).join(format!("{name}.json"));
+        let fail = |source| JournalError {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir(slipway_dir)).map_err(fail)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(fail)?;
+        file.try_lock().map_err(|e| {
+            fail(match e {
+                std::fs::TryLockError::WouldBlock => std::io::Error::other(
+                    "another slipway process is in the middle of the same operation",
+                ),
+                std::fs::TryLockError::Error(e) => e,
+            })
+        })?;
+        let bytes = serde_json::to_vec(op).expect("an operation always serialises");
+        file.set_len(0).map_err(fail)?;
+        file.write_all(&bytes).map_err(fail)?;
+        file.sync_all().map_err(fail)?;
+        if let Some(parent) = path.parent() {
+            File::open(parent)
+                .and_then(|d| d.sync_all())
+                .map_err(fail)?;
+        }
+        Ok(Journal { path, file })
+    }
+
+    /// The operation is complete: its journal goes.
+    pub fn finish(self) -> Result<(), JournalError> {
+        let result = std::fs::remove_file(&self.path);
+        drop(self.file);
+        result.map_err(|source| JournalError {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// An interrupted operation: its journal, locked by the caller now.
+#[derive(Debug)]
+pub struct Interrupted {
+    /// What was under way.
+    pub op: Operation,
+    /// Held while the recovery runs; finished to remove the journal.
+    pub journal: Journal,
+}
+
+/// Whether a journal `name` is there (held or not).
+pub fn exists(slipway_dir: &Path, name: &str) -> bool {
+    dir(slipway_dir).join(format!("{name}.json")).is_file()
+}
+
+/// The journal `name` when its writer is gone, locked now.
+pub fn interrupted_named(slipway_dir: &Path, name: &str) -> Option<Interrupted> {
+    let path = dir(slipway_dir).join(format!("{name}.json"));
+    let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
+    file.try_lock().ok()?;
+    let op = serde_json::from_slice::<Operation>(&std::fs::read(&path).ok()?).ok()?;
+    Some(Interrupted {
+        op,
+        journal: Journal { path, file },
+    })
+}
+
+/// Every journal whose writer is gone (its lock is free), locked now; a
+/// journal that cannot be read is kept aside as `<name>.json.corrupt` and
+/// reported in the second list.
+pub fn interrupted(slipway_dir: &Path) -> (Vec<Interrupted>, Vec<PathBuf>) {
+    let mut out = Vec::new();
+    let mut unreadable = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir(slipway_dir)) else {
+        return (out, unreadable);
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
+            continue;
+        };
+        // A live operation holds its lock: not ours to touch.
+        if file.try_lock().is_err() {
+            continue;
+        }
+        let op = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Operation>(&b).ok());
+        match op {
+            Some(op) => out.push(Interrupted {
+                op,
+                journal: Journal { path, file },
+            }),
+            None => {
+                let aside = path.with_extension("json.corrupt");
+                if std::fs::rename(&path, &aside).is_ok() {
+                    unreadable.push(aside);
+                }
+            }
+        }
+    }
+    (out, unreadable)
+}
