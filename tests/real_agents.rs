@@ -473,6 +473,19 @@ per_agent! {
 
 /// The newest session the agent keeps for `cwd` (what an interactive session
 /// there left behind).
+/// Leaves an interactive CLI with Ctrl-C twice (the second confirms), as a
+/// person does, so it writes out its session; kills it if it stays.
+fn quit(pty: &mut Pty) {
+    for _ in 0..2 {
+        pty.type_text("\x03");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let gone = common::lsp::wait_until(Duration::from_secs(10), || !pty.running());
+    if !gone {
+        pty.kill();
+    }
+}
+
 /// Only once its transcript holds `answer`: a session the CLI has not written
 /// out yet cannot be resumed.
 fn newest_session(world: &AgentWorld, cwd: &Path, answer: &str) -> Option<String> {
@@ -497,6 +510,8 @@ fn handoff_continues_the_interactive_session_in_docker(agent: &str) {
     let image = agent_image(agent);
     require_docker_image();
     let world = AgentWorld::new(agent, Script::Answer("Ready when you are.".into()));
+    // A person's conversation with a real model, which takes a moment to answer.
+    world.server.set_latency(Duration::from_secs(2));
     let (mut lsp, mut pty, cwd) = interactive_start(&world, "chat");
     talk(&world, &mut pty, "Remember the word pelican.");
     assert!(
@@ -517,6 +532,7 @@ fn handoff_continues_the_interactive_session_in_docker(agent: &str) {
     let session =
         newest_session(&world, &cwd, "Ready when you are.").expect("the session seen above");
 
+    world.server.set_latency(Duration::ZERO);
     world.server.set_script(Script::EditAndCommit);
     world.server.clear_log();
     let started = lsp.ok(
@@ -560,9 +576,16 @@ fn handoff_continues_the_interactive_session_in_docker(agent: &str) {
         "agent: hello 1"
     );
     let history = first_opening(&world).to_string();
+    let file = match agent {
+        "claude-code" => slipway_core::agent::SessionStore::ClaudeCode,
+        _ => slipway_core::agent::SessionStore::Codex,
+    }
+    .locate(world.env.home(), &cwd, &session)
+    .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+    .unwrap_or_default();
     assert!(
         history.contains("pelican") && history.contains("Ready when you are."),
-        "the unattended run continued the interactive conversation:\n{history}"
+        "the unattended run continued the interactive conversation:\n{history}\ntranscript:\n{file}"
     );
     let usage = &done["usage"];
     assert_eq!(

@@ -157,6 +157,7 @@ impl Exchange {
 
 struct Shared {
     script: Mutex<Script>,
+    latency: Mutex<Duration>,
     log: Mutex<Vec<Exchange>>,
     tool_calls: AtomicU32,
     stop: AtomicBool,
@@ -181,6 +182,7 @@ impl ModelServer {
         let addr = listener.local_addr().expect("bound address");
         let shared = Arc::new(Shared {
             script: Mutex::new(script),
+            latency: Mutex::new(Duration::ZERO),
             log: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
             stop: AtomicBool::new(false),
@@ -216,6 +218,13 @@ impl ModelServer {
     /// Changes what the model does from the next request on.
     pub fn set_script(&self, script: Script) {
         *lock(&self.shared.script) = script;
+    }
+
+    /// Makes the model take `latency` before it answers a conversation turn,
+    /// as a real one does (a CLI may write its transcript out of order when the
+    /// answer comes back at once on a loaded machine).
+    pub fn set_latency(&self, latency: Duration) {
+        *lock(&self.shared.latency) = latency;
     }
 
     /// Every request so far, in order.
@@ -488,6 +497,8 @@ fn handle(shared: &Shared, req: &Request, out: &mut TcpStream) -> std::io::Resul
     let script = if turn == Turn::Side {
         Script::Answer("ok".into())
     } else {
+        let latency = *lock(&shared.latency);
+        std::thread::sleep(latency);
         lock(&shared.script).clone()
     };
     match script {
