@@ -474,16 +474,13 @@ per_agent! {
 /// The newest session the agent keeps for `cwd` (what an interactive session
 /// there left behind).
 /// Leaves an interactive CLI with Ctrl-C twice (the second confirms), as a
-/// person does, so it writes out its session; kills it if it stays.
+/// person does, so it writes out its session; waits up to 10 s for it to go.
 fn quit(pty: &mut Pty) {
     for _ in 0..2 {
         pty.type_text("\x03");
         std::thread::sleep(Duration::from_millis(500));
     }
-    let gone = common::lsp::wait_until(Duration::from_secs(10), || !pty.running());
-    if !gone {
-        pty.kill();
-    }
+    common::lsp::wait_until(Duration::from_secs(10), || !pty.running());
 }
 
 /// Only once its transcript holds `answer`: a session the CLI has not written
@@ -519,16 +516,14 @@ fn handoff_continues_the_interactive_session_in_docker(agent: &str) {
         "{agent} did not show the model's answer:\n{}",
         pty.screen()
     );
-    // The person leaves the terminal; the session is on disk.
-    let interactive = common::lsp::wait_until(Duration::from_secs(20), || {
+    // The person leaves the terminal the way people do (Ctrl-C, twice); the
+    // session is on disk.
+    let written = common::lsp::wait_until(Duration::from_secs(20), || {
         newest_session(&world, &cwd, "Ready when you are.").is_some()
     });
-    assert!(
-        interactive,
-        "{agent} wrote no session for {}",
-        cwd.display()
-    );
-    pty.kill();
+    assert!(written, "{agent} wrote no session for {}", cwd.display());
+    quit(&mut pty);
+    assert!(!pty.running(), "{agent} left on Ctrl-C:\n{}", pty.screen());
     let session =
         newest_session(&world, &cwd, "Ready when you are.").expect("the session seen above");
 
