@@ -9,8 +9,8 @@
 #
 #   bash scripts/agents-image.sh [AGENTS_DIR]
 #
-# Idempotent: an image whose label names the CLI version and this script's
-# version is kept.
+# Idempotent: an image whose label names the CLI version, this script's version
+# and the test image it was built on is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,8 @@ say() { echo "agents-image: $*"; }
 die() { echo "agents-image: error: $*" >&2; exit 1; }
 
 docker image inspect "$BASE" >/dev/null 2>&1 || die "$BASE is missing: run scripts/docker-setup.sh first"
+
+base_id="$(docker image inspect -f '{{.Id}}' "$BASE" | sed 's/^sha256://' | cut -c1-12)"
 
 version_of() { awk -v n="$1" '$1 == n { print $3 }' scripts/agents.txt; }
 
@@ -47,7 +49,7 @@ build() {
   version="$(version_of "$agent")"
   [ -n "$version" ] || die "scripts/agents.txt has no $agent"
   image="slipway-agent-$agent:latest"
-  label="$version-$SCRIPT_VERSION"
+  label="$version-$SCRIPT_VERSION-$base_id"
   have="$(docker image inspect -f '{{index .Config.Labels "slipway.agent-image.version"}}' "$image" 2>/dev/null || true)"
   if [ "$have" = "$label" ]; then
     say "image $image is up to date"
