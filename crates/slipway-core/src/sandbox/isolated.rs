@@ -15,7 +15,9 @@ use crate::git::bundle;
 
 /// Where things live inside the container.
 const IN_DIR: &str = "/tmp/slipway-in";
-const OUT_DIR: &str = "/tmp/slipway-out";
+/// Results are gathered in `/tmp/slipway-out-<random>`, a new folder each
+/// time: a process the agent left running cannot have it ready in advance.
+const OUT_PREFIX: &str = "/tmp/slipway-out-";
 const WORK_ROOT: &str = "/tmp/slipway-work";
 
 /// A docker container that sees no host path.
@@ -25,6 +27,11 @@ pub struct IsolatedSandbox {
     container_worktree: PathBuf,
     branch: String,
     base: Option<Oid>,
+    out_dir: String,
+}
+
+fn out_dir() -> String {
+    format!("{OUT_PREFIX}{}", crate::util::random_hex(8))
 }
 
 fn other(what: &str, e: impl std::fmt::Display) -> SandboxError {
@@ -179,6 +186,7 @@ impl IsolatedSandbox {
             container_worktree,
             branch: branch.to_owned(),
             base,
+            out_dir: out_dir(),
         };
         if let Err(e) = sandbox.seed(seed).await {
             sandbox.inner.close().await;
@@ -271,8 +279,9 @@ impl IsolatedSandbox {
             host_worktree: host_worktree.to_path_buf(),
             branch: branch.to_owned(),
             base,
+            out_dir: out_dir(),
         };
-        sandbox.script(r#"rm -rf "$IN" "$OUT""#).await?;
+        sandbox.script(r#"rm -rf "$IN""#).await?;
         sandbox.seed(seed).await?;
         Ok(sandbox)
     }
@@ -311,7 +320,7 @@ while IFS= read -r f; do if [ -n "$f" ]; then rm -f -- "$f"; fi; done < "$IN/del
             env: vec![
                 ("WT".into(), self.container_worktree.display().to_string()),
                 ("IN".into(), IN_DIR.into()),
-                ("OUT".into(), OUT_DIR.into()),
+                ("OUT".into(), self.out_dir.clone()),
                 ("BRANCH".into(), self.branch.clone()),
                 (
                     "BASE".into(),
@@ -347,7 +356,7 @@ while IFS= read -r f; do if [ -n "$f" ]; then rm -f -- "$f"; fi; done < "$IN/del
     /// the host worktree here.
     pub async fn download_results(&self, to: &Path) -> Result<(), SandboxError> {
         let script = r#"set -eo pipefail
-rm -rf "$OUT"; mkdir -p "$OUT/files"
+mkdir "$OUT"; mkdir "$OUT/files"
 cd "$WT"
 git rev-parse --git-dir >/dev/null
 tip=$(git rev-parse -q --verify "refs/heads/$BRANCH" || true)
@@ -367,7 +376,7 @@ while IFS= read -r f; do
 done < "$IN/seeded.txt"
 "#;
         self.script(script).await?;
-        self.download(OUT_DIR, to).await
+        self.download(&self.out_dir, to).await
     }
 }
 
