@@ -19,6 +19,9 @@ printf '%s\n' "$*" >> '{argv}'
 prompt=$(cat)
 sid=11111111-2222-3333-4444-555555555555
 case "$*" in *--resume*) sid=$(printf '%s' "$*" | sed 's/.*--resume \([^ ]*\).*/\1/');; esac
+# Claude Code keeps the session under the project folder of its working directory.
+dir="$HOME/.claude/projects/$(printf '%s' "$PWD" | sed 's/[^a-zA-Z0-9]/-/g')"
+mkdir -p "$dir" && echo '{{"type":"user","cwd":"'"$PWD"'"}}' >> "$dir/$sid.jsonl"
 echo '{{"type":"system","subtype":"init","session_id":"'$sid'","model":"fake"}}'
 echo "$prompt" >> claude-notes.txt
 git add claude-notes.txt && git commit -qm "claude: $prompt"

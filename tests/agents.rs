@@ -56,6 +56,10 @@ fn text(t: &str) -> AgentEvent {
     AgentEvent::Text { text: t.into() }
 }
 
+fn notice(t: &str) -> AgentEvent {
+    AgentEvent::Notice { text: t.into() }
+}
+
 fn result(t: &str) -> AgentEvent {
     AgentEvent::Result { text: t.into() }
 }
@@ -103,15 +107,17 @@ fn assert_survives_odd_lines(spec_json: Value) {
             a.name()
         );
     }
+    // A line outside the event stream (stderr, a question) is never the
+    // assistant's text: a prompt echoed there must not count as its answer.
     assert_eq!(
         a.parse_line("warning: something odd\n"),
-        vec![text("warning: something odd")],
+        vec![notice("warning: something odd")],
         "{}",
         a.name()
     );
     assert_eq!(
         a.parse_line("{not json"),
-        vec![text("{not json")],
+        vec![notice("{not json")],
         "{}",
         a.name()
     );
@@ -453,12 +459,19 @@ fn codex_command_lines() {
     let (argv, _) = unattended(json!({"type": "codex", "permissionMode": "default"}), "p");
     assert_eq!(argv, strs(&["codex", "exec", "--json", "-"]));
 
-    // `codex exec` cannot fork; the interactive `codex fork` can.
+    // `codex exec fork ID -` and the interactive `codex fork ID` both fork.
     let fork = json!({"type": "codex", "resume": {"sessionId": "0199a213", "fork": true}});
-    let err = agent(fork.clone()).unattended("p").err();
-    assert!(
-        matches!(err, Some(AgentSpecError::Unsupported { .. })),
-        "{err:?}"
+    assert_eq!(
+        unattended(fork.clone(), "p").0,
+        strs(&[
+            "codex",
+            "exec",
+            "--json",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "fork",
+            "0199a213",
+            "-"
+        ])
     );
     assert_eq!(interactive(fork), strs(&["codex", "fork", "0199a213"]));
 
@@ -742,12 +755,14 @@ fn copilot_command_lines() {
             "json",
             "--model",
             "gpt-5.2",
-            "--effort",
+            "--reasoning-effort",
             "xhigh",
             "--allow-tool",
             "write",
             "--resume",
             "b3d1c9a0-5e4f-4a2b-8c7d-6e5f4a3b2c1d",
+            "-C",
+            ".",
             "--no-color",
             "-p",
             "p"
@@ -776,12 +791,14 @@ fn copilot_command_lines() {
             "copilot",
             "--model",
             "gpt-5.2",
-            "--effort",
+            "--reasoning-effort",
             "xhigh",
             "--allow-tool",
             "write",
             "--resume",
             "b3d1c9a0-5e4f-4a2b-8c7d-6e5f4a3b2c1d",
+            "-C",
+            ".",
             "--no-color"
         ])
     );
@@ -889,7 +906,11 @@ fn codex_stream() {
             tool("web_search", json!({"query": "rust readme usage section"})),
             text(done),
             result(done),
-            usage(24763, 122, 24448, None),
+            AgentEvent::SessionUsage {
+                input_tokens: 24763,
+                output_tokens: 122,
+                cached_input_tokens: 24448
+            },
         ]
     );
     assert_survives_odd_lines(json!({"type": "codex"}));
@@ -909,7 +930,11 @@ fn codex_stream() {
     // A turn without a message has no result.
     assert_eq!(
         b.parse_line(r#"{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":1}}"#),
-        vec![usage(10, 1, 0, None)]
+        vec![AgentEvent::SessionUsage {
+            input_tokens: 10,
+            output_tokens: 1,
+            cached_input_tokens: 0
+        }]
     );
 }
 
@@ -1323,6 +1348,145 @@ fn session_lookup_errors() {
         assert!(
             matches!(err, Some(SessionError::InvalidPath { .. })),
             "{err:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Carrying a session into the working directory a run resumes it in
+// ---------------------------------------------------------------------------
+
+/// A session file recorded in `old_cwd`, placed where `store` keeps it.
+fn plant(store: SessionStore, root: &Path, old_cwd: &Path, id: &str) -> PathBuf {
+    let cwd = json_str(old_cwd);
+    let (file, body) = match store {
+        SessionStore::ClaudeCode => (
+            root.join(claude_project_dir_name(old_cwd.to_str().expect("utf-8")))
+                .join(format!("{id}.jsonl")),
+            format!(
+                "{{\"type\":\"mode\",\"mode\":\"normal\"}}\n{{\"type\":\"user\",\"cwd\":{cwd},\"message\":{{\"content\":\"edit {inner}\"}}}}\n",
+                inner = old_cwd.join("src/a.rs").display()
+            ),
+        ),
+        SessionStore::Pi => (
+            root.join(pi_session_dir_name(old_cwd.to_str().expect("utf-8")))
+                .join(format!("2026-12-01T08-52-46-834Z_{id}.jsonl")),
+            format!("{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"cwd\":{cwd}}}\n"),
+        ),
+        SessionStore::Codex => (
+            root.join(format!("2026/12/01/rollout-2026-12-01T08-53-05-{id}.jsonl")),
+            format!(
+                "{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"{id}\",\"cwd\":{cwd}}}}}\n\
+                 {{\"type\":\"event_msg\",\"payload\":{{\"type\":\"token_count\",\"info\":{{\"total_token_usage\":{{\"input_tokens\":303,\"cached_input_tokens\":21,\"output_tokens\":33}}}}}}}}\n"
+            ),
+        ),
+    };
+    write(&file, &body);
+    file
+}
+
+#[test]
+fn a_session_recorded_in_a_removed_worktree_is_carried_into_the_new_one() {
+    let h = homes();
+    let new_cwd = h.old_cwd.with_file_name("merge-2");
+    for store in [SessionStore::ClaudeCode, SessionStore::Pi] {
+        let root = store.root(&h.old_home);
+        let id = "01a230ce-766a-7531-ad39-02a4b5acb64d";
+        let old = plant(store, &root, &h.old_cwd, id);
+        let before = read(&old);
+        let carried = store
+            .carry(id, &root, &root, &new_cwd)
+            .unwrap_or_else(|e| panic!("{store:?}: {e}"));
+        assert_eq!(
+            carried.copied_from.as_deref(),
+            Some(old.as_path()),
+            "{store:?}"
+        );
+        assert_eq!(
+            store.locate(&h.old_home, &new_cwd, id).expect("found"),
+            carried.file,
+            "{store:?}: the copy is where the agent looks from the new directory"
+        );
+        let copy = read(&carried.file);
+        assert!(copy.contains(&json_str(&new_cwd)), "{store:?}: {copy}");
+        assert!(!copy.contains(&json_str(&h.old_cwd)), "{store:?}: {copy}");
+        assert_eq!(
+            read(&old),
+            before,
+            "{store:?}: the original stays as it was"
+        );
+        let again = store.carry(id, &root, &root, &new_cwd).expect("in place");
+        assert_eq!(
+            again.copied_from, None,
+            "{store:?}: nothing to carry the second time"
+        );
+        assert_eq!(again.file, carried.file);
+        assert_eq!(again.usage_total, None);
+    }
+    // Codex keeps sessions by date, not by directory: nothing moves, and the
+    // running total a resumed run starts from is read.
+    let store = SessionStore::Codex;
+    let root = store.root(&h.old_home);
+    let id = "01a230ce-bfb9-7e32-b4c1-4ec66a52672d";
+    let file = plant(store, &root, &h.old_cwd, id);
+    let carried = store.carry(id, &root, &root, &new_cwd).expect("codex");
+    assert_eq!(carried.copied_from, None);
+    assert_eq!(carried.file, file);
+    assert_eq!(
+        carried.usage_total,
+        Some(slipway_core::agent::session::TokenTotals {
+            input_tokens: 303,
+            output_tokens: 33,
+            cached_input_tokens: 21
+        })
+    );
+    let missing = store.carry("0badc0de", &root, &root, &new_cwd).err();
+    assert!(
+        matches!(&missing, Some(e) if e.kind() == "sessionNotFound"),
+        "{missing:?}"
+    );
+}
+
+#[test]
+fn the_newest_session_of_a_directory_is_found() {
+    let h = homes();
+    let other = h.old_cwd.with_file_name("other");
+    for store in [
+        SessionStore::ClaudeCode,
+        SessionStore::Pi,
+        SessionStore::Codex,
+    ] {
+        let root = store.root(&h.old_home);
+        assert_eq!(
+            store.latest_for_cwd(&root, &h.old_cwd),
+            None,
+            "{store:?}: none yet"
+        );
+        plant(
+            store,
+            &root,
+            &h.old_cwd,
+            "11111111-0000-4000-8000-000000000001",
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let newer = plant(
+            store,
+            &root,
+            &h.old_cwd,
+            "22222222-0000-4000-8000-000000000002",
+        );
+        if store == SessionStore::Codex {
+            // Codex's rollout names carry the start time; the newest sorts last.
+            let later = newer.with_file_name(
+                "rollout-2026-12-01T09-00-00-22222222-0000-4000-8000-000000000002.jsonl",
+            );
+            fs::rename(&newer, later).expect("rename");
+        }
+        plant(store, &root, &other, "33333333-0000-4000-8000-000000000003");
+        assert_eq!(
+            store.latest_for_cwd(&root, &h.old_cwd).as_deref(),
+            Some("22222222-0000-4000-8000-000000000002"),
+            "{store:?}"
         );
     }
 }

@@ -24,6 +24,8 @@ mod lsp_commands;
 mod lsp_runs;
 mod no_data_loss;
 mod processes;
+mod real_agents;
+mod real_streams;
 mod run_cannot_write_the_host_git;
 mod runs;
 mod snapshots;

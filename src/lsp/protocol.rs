@@ -229,6 +229,8 @@ pub struct RunFinishedParams {
     pub session_id: Option<String>,
     /// Token usage the agent reported.
     pub usage: Option<Usage>,
+    /// The agent's final answer.
+    pub final_text: Option<String>,
 }
 
 /// The `slipway/runFinished` notification.

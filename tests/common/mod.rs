@@ -6,7 +6,10 @@
 //! byte-identical to what it wrote: slipway must never write the user's config.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod lsp;
+pub mod model_server;
+pub mod pty;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,8 @@ pub struct TestEnv {
     home: PathBuf,
     gitconfig: PathBuf,
     initial_gitconfig: Vec<u8>,
+    /// Variables added with [`TestEnv::set_env`], given to every child after the defaults.
+    extra: std::cell::RefCell<Vec<(String, OsString)>>,
 }
 
 /// The author and committer date of every commit the tests (and the agents they run) make.
@@ -43,6 +48,7 @@ impl TestEnv {
             home,
             gitconfig,
             initial_gitconfig: GLOBAL_CONFIG.as_bytes().to_vec(),
+            extra: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -51,9 +57,22 @@ impl TestEnv {
         self.dir.path()
     }
 
+    /// The fake HOME.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// Gives every child process started from now on `key=value` (replacing
+    /// an earlier value of `key`).
+    pub fn set_env(&self, key: &str, value: impl Into<OsString>) {
+        let mut extra = self.extra.borrow_mut();
+        extra.retain(|(k, _)| k != key);
+        extra.push((key.to_owned(), value.into()));
+    }
+
     /// The environment every child process gets.
-    pub fn envs(&self) -> Vec<(&'static str, OsString)> {
-        vec![
+    pub fn envs(&self) -> Vec<(String, OsString)> {
+        let mut envs: Vec<(String, OsString)> = vec![
             ("HOME", self.home.clone().into()),
             ("XDG_CONFIG_HOME", self.home.join(".config").into()),
             ("GIT_CONFIG_GLOBAL", self.gitconfig.clone().into()),
@@ -69,6 +88,13 @@ impl TestEnv {
             ("LC_ALL", "C".into()),
             ("SLIPWAY_LOG", "warn".into()),
         ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let extra = self.extra.borrow();
+        envs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+        envs.extend(extra.iter().cloned());
+        envs
     }
 
     /// A child process with nothing of the caller's environment but `PATH`.

@@ -58,7 +58,7 @@ kinds! {
     BranchCheckedOut = "branchCheckedOut",
     /// Something else sits where the worktree would go.
     PathOccupied = "pathOccupied",
-    /// Copying files into a new worktree failed (the worktree exists).
+    /// Copying files into a new worktree failed (the half-made worktree was removed).
     CopyFailed = "copyFailed",
     /// No worktree matches the selector.
     WorktreeNotFound = "worktreeNotFound",
@@ -74,6 +74,8 @@ kinds! {
     Unsupported = "unsupported",
     /// The agent session to resume does not exist.
     SessionNotFound = "sessionNotFound",
+    /// The agent session exists but cannot be carried where the run works.
+    SessionNotResumable = "sessionNotResumable",
     /// A hook or prompt command failed.
     HookFailed = "hookFailed",
     /// A hook or prompt command ran too long.

@@ -169,6 +169,7 @@ impl State {
                     completion_signal: result.completion_signal,
                     session_id: result.session_id,
                     usage: result.usage,
+                    final_text: result.final_text,
                 })
                 .await;
         }

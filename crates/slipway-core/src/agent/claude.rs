@@ -17,6 +17,18 @@
 //! results; `result` carries `result`, `is_error`, `session_id`, `usage`
 //! (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`,
 //! `output_tokens`, totals for the whole invocation) and `total_cost_usd`.
+//!
+//! Seen with Claude Code 2.1.197 (recordings in `tests/fixtures/agents/real/`):
+//! - As root, `bypassPermissions` is refused unless `IS_SANDBOX=1` says the
+//!   process is in a sandbox; slipway sets it in containers (they run as the
+//!   host uid, which is 0 on many CI machines).
+//! - `--resume <id>` looks for the session only in the project folder of the
+//!   current directory (`~/.claude/projects/<cwd>/`); anything else prints "No
+//!   conversation found with session ID" and a `result` with `is_error`. slipway
+//!   carries the session file into the working directory's folder first
+//!   (`run/active.rs`).
+//! - The endpoint comes from `ANTHROPIC_BASE_URL`, the key from
+//!   `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`).
 
 use serde_json::Value;
 
@@ -94,6 +106,31 @@ impl Agent for ClaudeCode {
     fn parse_line(&self, line: &str) -> Vec<AgentEvent> {
         parse_json_line(line, |v, out| parse(&self.state, v, out))
     }
+
+    fn container_env(&self) -> Vec<(String, String)> {
+        if self.cfg.permission(true) == PermissionMode::Bypass {
+            vec![("IS_SANDBOX".to_owned(), "1".to_owned())]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn passthrough_env(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_CUSTOM_HEADERS",
+            "ANTHROPIC_MODEL",
+            "ANTHROPIC_SMALL_FAST_MODEL",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+            "DISABLE_AUTOUPDATER",
+            "DISABLE_TELEMETRY",
+            "DISABLE_ERROR_REPORTING",
+        ]
+    }
 }
 
 fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
@@ -120,6 +157,18 @@ fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
             state.session(str_at(v, "session_id"), out);
             let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false)
                 || str_at(v, "subtype").is_some_and(|s| s.starts_with("error"));
+            // A failed result names its errors in `errors` ("No conversation found
+            // with session ID: …") when it has no `result` text.
+            let errors = v
+                .get("errors")
+                .and_then(Value::as_array)
+                .map(|e| {
+                    e.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .filter(|e| !e.is_empty());
             match (is_error, str_at(v, "result")) {
                 (false, Some(text)) => out.push(AgentEvent::Result {
                     text: text.to_owned(),
@@ -127,9 +176,10 @@ fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
                 (false, None) => {}
                 (true, text) => out.push(AgentEvent::Error {
                     message: text
-                        .or_else(|| str_at(v, "subtype"))
-                        .unwrap_or("error")
-                        .to_owned(),
+                        .map(str::to_owned)
+                        .or(errors)
+                        .or_else(|| str_at(v, "subtype").map(str::to_owned))
+                        .unwrap_or_else(|| "error".to_owned()),
                 }),
             }
             if let Some(u) = v.get("usage").filter(|u| u.is_object()) {

@@ -13,9 +13,10 @@
 //!   sandbox often cannot start inside a container anyway). `-s/--sandbox
 //!   workspace-write|read-only` otherwise; `codex exec` never asks for approval,
 //!   the interactive `codex` takes `-a/--ask-for-approval on-request`.
-//! - `codex exec resume <SESSION_ID> -` continues a session; the exec options go
-//!   before `resume` ("`codex exec --model gpt-5 --json resume --last …`").
-//!   `codex exec` cannot fork; the interactive `codex fork <SESSION_ID>` can.
+//! - `codex exec resume <SESSION_ID> -` continues a session and `codex exec fork
+//!   <SESSION_ID> -` continues a copy of it under a new id; the exec options go
+//!   before the subcommand ("`codex exec --model gpt-5 --json resume --last …`").
+//!   The interactive `codex resume <ID>` and `codex fork <ID>` do the same.
 //!
 //! Events (`codex-rs/exec/src/exec_events.rs`): `thread.started {thread_id}`,
 //! `turn.started`, `turn.completed {usage: {input_tokens, cached_input_tokens,
@@ -26,9 +27,22 @@
 //! Tool calls are reported once, from `item.completed` (some kinds, such as
 //! `file_change`, have no `item.started`). The final answer is the last
 //! `agent_message` of the turn, reported as `Result` at `turn.completed`.
-//! `input_tokens` already includes `cached_input_tokens`; the usage of
-//! `turn.completed` is the thread's running total, which for one `codex exec`
-//! of a new thread is the invocation's usage.
+//!
+//! Seen with Codex 0.171.0 (recordings in `tests/fixtures/agents/real/`):
+//! - `turn.completed` usage is the thread's running total, not the turn's: a
+//!   resumed thread that had used 303/33 reports 606/66 after using 303/33 more,
+//!   and a fork starts from its source's total. It becomes
+//!   [`AgentEvent::SessionUsage`]; the run subtracts what the session had
+//!   already used (the last `token_count` of its rollout file,
+//!   [`crate::agent::session::codex_usage_total`]). `input_tokens` already
+//!   includes `cached_input_tokens`.
+//! - `item.completed` items of type `error` are notices, not failures: "Model
+//!   metadata for `…` not found. Defaulting to fallback metadata", and the
+//!   "Reconnecting… n/5" of a retried stream. A real failure ends the turn with
+//!   `turn.failed` or a top-level `error`.
+//! - A custom provider (`-c model_provider=… -c model_providers.<name>.base_url=…
+//!   wire_api="responses" env_key=…`) points it at another endpoint; the key is
+//!   read from the variable `env_key` names (`OPENAI_API_KEY` by default).
 
 use serde_json::{Value, json};
 
@@ -107,19 +121,10 @@ impl Agent for Codex {
         argv.args(["exec", "--json"]);
         self.common(&mut argv, true);
         match self.cfg.resume() {
-            Some((_, true)) => {
-                return Err(AgentSpecError::Unsupported {
-                    agent: NAME,
-                    option: "resume.fork in unattended runs",
-                    hint: "`codex exec` cannot fork a session; resume it without `fork`, \
-                           or fork it interactively with `codex fork`",
-                });
-            }
-            Some((id, false)) => {
-                argv.args(["resume", id]);
-            }
-            None => {}
-        }
+            Some((id, true)) => argv.args(["fork", id]),
+            Some((id, false)) => argv.args(["resume", id]),
+            None => &mut argv,
+        };
         argv.args(["-"]);
         Ok(argv.invocation(Some(prompt)))
     }
@@ -138,6 +143,17 @@ impl Agent for Codex {
     fn parse_line(&self, line: &str) -> Vec<AgentEvent> {
         parse_json_line(line, |v, out| parse(&self.state, v, out))
     }
+
+    fn passthrough_env(&self) -> &'static [&'static str] {
+        &[
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OPENAI_ORGANIZATION",
+            "OPENAI_PROJECT",
+            "CODEX_API_KEY",
+            "AZURE_OPENAI_API_KEY",
+        ]
+    }
 }
 
 fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
@@ -153,11 +169,10 @@ fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
                 out.push(AgentEvent::Result { text });
             }
             if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-                out.push(AgentEvent::Usage {
+                out.push(AgentEvent::SessionUsage {
                     input_tokens: count_at(u, "input_tokens"),
                     output_tokens: count_at(u, "output_tokens"),
                     cached_input_tokens: count_at(u, "cached_input_tokens"),
-                    cost_usd: None,
                 });
             }
         }
@@ -211,8 +226,8 @@ fn completed_item(state: &SharedState, item: &Value, out: &mut Vec<AgentEvent>) 
             "web_search",
             json!({ "query": item.get("query").cloned().unwrap_or(Value::Null) }),
         )),
-        Some("error") => out.push(AgentEvent::Error {
-            message: str_at(item, "message").unwrap_or("error").to_owned(),
+        Some("error") => out.push(AgentEvent::Notice {
+            text: str_at(item, "message").unwrap_or("error").to_owned(),
         }),
         _ => {}
     }

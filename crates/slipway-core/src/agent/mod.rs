@@ -61,7 +61,7 @@ pub struct AgentInvocation {
     rename_all_fields = "camelCase"
 )]
 pub enum AgentEvent {
-    /// Text for people (an assistant message, or a line that is not JSON).
+    /// The assistant's text (for `command`, every output line).
     Text {
         /// The text.
         text: String,
@@ -95,10 +95,28 @@ pub enum AgentEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+    /// The session's running token total (Codex reports usage this way): the
+    /// invocation's usage is what the total grew by.
+    SessionUsage {
+        /// Input tokens so far, cached ones included.
+        input_tokens: u64,
+        /// Output tokens so far.
+        output_tokens: u64,
+        /// Of `input_tokens`, how many were read from the prompt cache.
+        cached_input_tokens: u64,
+    },
     /// The agent reported an error (it may still exit 0).
     Error {
         /// What the agent said.
         message: String,
+    },
+    /// Something besides the assistant's words: a line outside the agent's
+    /// event stream (a warning on stderr, a question, a banner) or a notice in
+    /// it (a retry, missing model metadata). It goes to the log; it is never
+    /// the agent's answer, an error, or a completion signal.
+    Notice {
+        /// The line or the notice.
+        text: String,
     },
 }
 
@@ -112,9 +130,34 @@ pub trait Agent: Send + Sync {
     fn unattended(&self, prompt: &str) -> Result<AgentInvocation, AgentSpecError>;
     /// The command line a person runs in a terminal.
     fn interactive(&self) -> AgentInvocation;
-    /// Parses one output line. Lines that are not JSON become [`AgentEvent::Text`];
+    /// Parses one output line. Lines that are not JSON become [`AgentEvent::Notice`];
     /// JSON of a kind the provider does not know is ignored. Never panics.
     fn parse_line(&self, line: &str) -> Vec<AgentEvent>;
+
+    /// Environment the agent needs inside a container sandbox, set by slipway
+    /// (never on the command line).
+    fn container_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Names of the variables the agent's CLI reads for its endpoint and
+    /// credentials. A container gets only declared environment: these are
+    /// declared, and passed in from slipway's own environment when set there.
+    fn passthrough_env(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Where the agent writes a log of `session_id` that holds token counts its
+    /// output stream leaves out (Copilot), as a path for `sh` inside double
+    /// quotes (it may use `$HOME` and other variables of the agent's environment).
+    fn session_log(&self, _session_id: &str) -> Option<String> {
+        None
+    }
+
+    /// Parses one line of [`Agent::session_log`] into the usage it records.
+    fn parse_session_log_line(&self, _line: &str) -> Option<AgentEvent> {
+        None
+    }
 }
 
 /// How much an agent may do without asking.
@@ -321,6 +364,25 @@ impl AgentSpec {
             AgentSpec::Pi(_) => Some(SessionStore::Pi),
             _ => None,
         }
+    }
+
+    /// For a handoff: when no session is named, resume the newest one the agent
+    /// keeps for `cwd` (the interactive conversation in that worktree), if it
+    /// keeps any. Returns the session id chosen.
+    pub fn resume_latest_session(&mut self, cwd: &std::path::Path) -> Option<String> {
+        let store = self.session_store()?;
+        let options = self.options_mut()?;
+        if options.resume.is_some() {
+            return None;
+        }
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from)?;
+        let root = store.root_in_env(&home, |name| std::env::var_os(name));
+        let id = store.latest_for_cwd(&root, cwd)?;
+        options.resume = Some(ResumeSpec {
+            session_id: id.clone(),
+            fork: false,
+        });
+        Some(id)
     }
 
     /// Builds the provider, checking every option.
@@ -605,8 +667,8 @@ impl SharedState {
     }
 }
 
-/// Parses a line as a JSON object. `Err(Some(text))` for a line that is not
-/// JSON (it becomes text), `Err(None)` for blank lines and JSON that is not an
+/// Parses a line as a JSON object. `Err(Some(notice))` for a line that is not
+/// JSON (it becomes a notice), `Err(None)` for blank lines and JSON that is not an
 /// object (ignored).
 pub(crate) fn json_object(line: &str) -> Result<Value, Option<AgentEvent>> {
     let trimmed = line.trim();
@@ -616,7 +678,7 @@ pub(crate) fn json_object(line: &str) -> Result<Value, Option<AgentEvent>> {
     match serde_json::from_str::<Value>(trimmed) {
         Ok(value @ Value::Object(_)) => Ok(value),
         Ok(_) => Err(None),
-        Err(_) => Err(Some(AgentEvent::Text {
+        Err(_) => Err(Some(AgentEvent::Notice {
             text: line.trim_end_matches(['\r', '\n']).to_owned(),
         })),
     }

@@ -24,6 +24,17 @@
 //! cost, tokens: {input, output, reasoning, cache: {read, write}}}}` once per model
 //! call, `error {error: {name, data: {message}}}`, and `done` at the end. The
 //! final answer is the last text of the step that finishes with reason `stop`.
+//!
+//! Seen with OpenCode 1.18.33 (recordings in `tests/fixtures/agents/real/`):
+//! - It works in `$PWD` when that names a directory other than its real working
+//!   directory, so every sandbox sets `PWD` to the process's working directory.
+//! - `--session <id>` (and `--fork`) work in the directory the session was
+//!   created in, whatever the current one is, and fail with "Unexpected server
+//!   error" when that directory is gone. slipway carries the session to the new
+//!   working directory first: `opencode export <id>`, the paths rewritten,
+//!   `opencode import <file>` (`run/active.rs`).
+//! - A provider comes from `OPENCODE_CONFIG_CONTENT` (or `opencode.json`), e.g.
+//!   `@ai-sdk/openai-compatible` with `options.baseURL`.
 
 use serde_json::Value;
 
@@ -104,6 +115,17 @@ impl Agent for OpenCode {
 
     fn parse_line(&self, line: &str) -> Vec<AgentEvent> {
         parse_json_line(line, |v, out| parse(&self.state, v, out))
+    }
+
+    fn passthrough_env(&self) -> &'static [&'static str] {
+        &[
+            "OPENCODE_CONFIG_CONTENT",
+            "OPENCODE_DISABLE_MODELS_FETCH",
+            "OPENCODE_DISABLE_AUTOUPDATE",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "OPENROUTER_API_KEY",
+        ]
     }
 }
 

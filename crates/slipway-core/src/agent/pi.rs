@@ -23,6 +23,16 @@
 //! per model call (`input` excludes the cache), `stopReason` and, on failure,
 //! `errorMessage`. The final answer is the text of the last assistant message
 //! in `agent_end`.
+//!
+//! Seen with Pi 0.73.1 (recordings in `tests/fixtures/agents/real/`):
+//! - The user's prompt comes back in the stream (`message_start`/`message_end`
+//!   of role `user`); it is not the assistant's text.
+//! - `--session <id>` looks in the session folder of the current directory;
+//!   finding the session under another directory it asks "Fork this session into
+//!   current directory? [y/N]" on the terminal and, in print mode, reads the
+//!   answer from the prompt on stdin. slipway carries the session file into the
+//!   working directory's folder first (`run/active.rs`), so Pi never asks.
+//! - Providers come from `~/.pi/agent/models.json` (`baseUrl`, `api`, `apiKey`).
 
 use serde_json::Value;
 
@@ -95,6 +105,16 @@ impl Agent for Pi {
 
     fn parse_line(&self, line: &str) -> Vec<AgentEvent> {
         parse_json_line(line, |v, out| parse(&self.state, v, out))
+    }
+
+    fn passthrough_env(&self) -> &'static [&'static str] {
+        &[
+            "PI_OFFLINE",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+        ]
     }
 }
 

@@ -27,6 +27,7 @@
 //! (`/repo/wt`, `/repo/wt/src/x.rs`, but not `/repo/wt2`), in the JSON-escaped
 //! form the file uses.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -55,6 +56,127 @@ pub struct SessionPlace<'a> {
     pub cwd: &'a Path,
 }
 
+/// A session made ready to resume ([`SessionStore::carry`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Carried {
+    /// The file the agent will resume.
+    pub file: PathBuf,
+    /// Where it was copied from, when it had to be copied.
+    pub copied_from: Option<PathBuf>,
+    /// The session's running token total so far, for agents that report usage
+    /// as a running total (Codex).
+    pub usage_total: Option<TokenTotals>,
+}
+
+/// Token counts of a whole session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenTotals {
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the prompt cache.
+    pub cached_input_tokens: u64,
+}
+
+/// The working directory a session file recorded: the first `cwd` field of
+/// its lines (Claude Code and Pi put it at the top level, Codex in the
+/// `session_meta` payload).
+pub fn recorded_cwd(file: &Path) -> Option<String> {
+    let text = fs::read_to_string(file).ok()?;
+    text.lines().find_map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let cwd = v
+            .get("cwd")
+            .or_else(|| v.get("payload").and_then(|p| p.get("cwd")))?;
+        cwd.as_str()
+            .filter(|c| c.starts_with('/'))
+            .map(|c| c.trim_end_matches('/').to_owned())
+    })
+}
+
+/// The running token total a Codex rollout file recorded last (the
+/// `total_token_usage` of its last `token_count` event).
+pub fn codex_usage_total(file: &Path) -> Option<TokenTotals> {
+    let text = fs::read_to_string(file).ok()?;
+    text.lines().rev().find_map(|line| {
+        if !line.contains("\"token_count\"") {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let payload = v.get("payload")?;
+        if payload.get("type")?.as_str()? != "token_count" {
+            return None;
+        }
+        let total = payload.get("info")?.get("total_token_usage")?;
+        let n = |k: &str| {
+            total
+                .get(k)
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+        };
+        Some(TokenTotals {
+            input_tokens: n("input_tokens"),
+            output_tokens: n("output_tokens"),
+            cached_input_tokens: n("cached_input_tokens"),
+        })
+    })
+}
+
+/// The newest Codex thread whose `session_meta` names `cwd`: rollout files
+/// are named by their start time, so the newest date folders and names are
+/// read first, and only the first line of each.
+fn codex_latest_for_cwd(root: &Path, cwd: &str) -> Option<String> {
+    let sorted_desc = |dir: &Path| -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        entries.reverse();
+        entries
+    };
+    // A person's recent threads are in the newest folders; older ones are not worth a scan.
+    let mut budget = 500;
+    for year in sorted_desc(root) {
+        for month in sorted_desc(&year) {
+            for day in sorted_desc(&month) {
+                for file in sorted_desc(&day) {
+                    if budget == 0 {
+                        return None;
+                    }
+                    budget -= 1;
+                    let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+                        continue;
+                    };
+                    if !(name.starts_with("rollout-") && name.ends_with(".jsonl")) {
+                        continue;
+                    }
+                    let Ok(f) = fs::File::open(&file) else {
+                        continue;
+                    };
+                    let mut first = String::new();
+                    if io::BufRead::read_line(&mut io::BufReader::new(f), &mut first).is_err() {
+                        continue;
+                    }
+                    let Ok(meta) = serde_json::from_str::<serde_json::Value>(&first) else {
+                        continue;
+                    };
+                    let payload = &meta["payload"];
+                    if payload["cwd"].as_str().map(|c| c.trim_end_matches('/')) == Some(cwd)
+                        && let Some(id) = payload["id"].as_str()
+                    {
+                        return Some(id.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 /// A session that cannot be found or copied.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -79,6 +201,16 @@ pub enum SessionError {
         /// Where slipway looked.
         searched: PathBuf,
     },
+    /// The session exists but cannot be moved where the run needs it.
+    #[error("cannot resume {agent} session `{id}` here: {reason}")]
+    NotCarried {
+        /// Agent name.
+        agent: &'static str,
+        /// Session id.
+        id: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
     /// Reading or writing failed.
     #[error("{path}: {source}")]
     Io {
@@ -98,6 +230,7 @@ impl SessionError {
                 crate::error::ErrorKind::InvalidParams
             }
             SessionError::NotFound { .. } => crate::error::ErrorKind::SessionNotFound,
+            SessionError::NotCarried { .. } => crate::error::ErrorKind::SessionNotResumable,
             SessionError::Io { .. } => crate::error::ErrorKind::Io,
         }
     }
@@ -129,9 +262,147 @@ impl SessionStore {
         }
     }
 
+    /// The directory holding all sessions for an agent started with `home` and
+    /// the environment `var` reads: the agents' own overrides (`CLAUDE_CONFIG_DIR`,
+    /// `CODEX_HOME`, `PI_CODING_AGENT_DIR`) win over `home`.
+    pub fn root_in_env(self, home: &Path, var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+        let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        match self {
+            SessionStore::ClaudeCode => set("CLAUDE_CONFIG_DIR")
+                .map(|d| d.join("projects"))
+                .unwrap_or_else(|| self.root(home)),
+            SessionStore::Codex => set("CODEX_HOME")
+                .map(|d| d.join("sessions"))
+                .unwrap_or_else(|| self.root(home)),
+            SessionStore::Pi => set("PI_CODING_AGENT_DIR")
+                .map(|d| d.join("sessions"))
+                .unwrap_or_else(|| self.root(home)),
+        }
+    }
+
+    /// Makes the session `session_id`, wherever it is under `from_root`, ready
+    /// to resume in `to_cwd` by an agent whose store is `to_root`: when the file
+    /// is not where the agent looks for it (another HOME, or the folder of
+    /// another working directory, such as a worktree merged and removed), it is
+    /// copied there with the working directory it recorded rewritten to
+    /// `to_cwd`. The source stays as it was.
+    pub fn carry(
+        self,
+        session_id: &str,
+        from_root: &Path,
+        to_root: &Path,
+        to_cwd: &Path,
+    ) -> Result<Carried, SessionError> {
+        check_id(session_id)?;
+        let new_cwd = absolute_dir(to_cwd)?;
+        let source = self.locate_in(from_root, &new_cwd, session_id)?;
+        let usage_total = match self {
+            SessionStore::Codex => codex_usage_total(&source),
+            _ => None,
+        };
+        let dest_dir = self.dest_dir(&source, from_root, to_root, &new_cwd)?;
+        if source.parent() == Some(dest_dir.as_path()) {
+            return Ok(Carried {
+                file: source,
+                copied_from: None,
+                usage_total,
+            });
+        }
+        let old_cwd = recorded_cwd(&source).unwrap_or_else(|| new_cwd.clone());
+        let file = self.copy_into(session_id, &source, &dest_dir, &old_cwd, &new_cwd)?;
+        Ok(Carried {
+            file,
+            copied_from: Some(source),
+            usage_total,
+        })
+    }
+
+    /// Where the agent looks for a session file that is now `source` (under
+    /// `from_root`), once its store is `to_root` and its working directory `cwd`.
+    fn dest_dir(
+        self,
+        source: &Path,
+        from_root: &Path,
+        to_root: &Path,
+        cwd: &str,
+    ) -> Result<PathBuf, SessionError> {
+        Ok(match self {
+            SessionStore::ClaudeCode => claude_dest_dir(to_root, cwd)?,
+            SessionStore::Pi => to_root.join(pi_session_dir_name(cwd)),
+            // Codex files live in date folders that do not depend on the cwd.
+            SessionStore::Codex => {
+                let relative = source
+                    .parent()
+                    .and_then(|p| p.strip_prefix(from_root).ok())
+                    .unwrap_or(Path::new(""));
+                to_root.join(relative)
+            }
+        })
+    }
+
+    /// Copies `source` (and Claude Code's side folder) into `dest_dir` with
+    /// `old_cwd` rewritten to `new_cwd`; returns the new file.
+    fn copy_into(
+        self,
+        session_id: &str,
+        source: &Path,
+        dest_dir: &Path,
+        old_cwd: &str,
+        new_cwd: &str,
+    ) -> Result<PathBuf, SessionError> {
+        let file_name =
+            source
+                .file_name()
+                .map(|n| n.to_owned())
+                .ok_or_else(|| SessionError::InvalidPath {
+                    path: source.to_owned(),
+                    reason: "session file has no name",
+                })?;
+        let dest = dest_dir.join(&file_name);
+        copy_rewritten(source, &dest, old_cwd, new_cwd)?;
+        if self == SessionStore::ClaudeCode {
+            let side = source.with_extension("");
+            if side.is_dir() {
+                copy_tree_rewritten(&side, &dest_dir.join(session_id), old_cwd, new_cwd)?;
+            }
+        }
+        Ok(dest)
+    }
+
+    /// The id of the newest session under the store `root` that was started in
+    /// `cwd` (what an interactive session there left behind), if any.
+    pub fn latest_for_cwd(self, root: &Path, cwd: &Path) -> Option<String> {
+        let cwd = absolute_dir(cwd).ok()?;
+        let newest = |dir: PathBuf| -> Option<PathBuf> {
+            fs::read_dir(dir)
+                .ok()?
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.ends_with(".jsonl"))
+                })
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .max()
+                .map(|(_, path)| path)
+        };
+        let stem = |path: &Path| path.file_stem()?.to_str().map(str::to_owned);
+        let id = match self {
+            SessionStore::ClaudeCode => stem(&newest(root.join(claude_project_dir_name(&cwd)))?)?,
+            SessionStore::Pi => {
+                let file = stem(&newest(root.join(pi_session_dir_name(&cwd)))?)?;
+                file.rsplit_once('_')?.1.to_owned()
+            }
+            SessionStore::Codex => codex_latest_for_cwd(root, &cwd)?,
+        };
+        check_id(&id).ok().map(|()| id)
+    }
+
     /// The session file of `session_id` for an agent that ran with `home` in
-    /// `cwd`. Looks in the cwd's folder first, then in the whole store (a
-    /// session can be resumed from another directory).
+    /// `cwd`: of the copies in the store (a session can be resumed from another
+    /// directory, and carrying it leaves one per directory), the most recently
+    /// written one, the cwd's own on a tie.
     pub fn locate(
         self,
         home: &Path,
@@ -139,17 +410,17 @@ impl SessionStore {
         session_id: &str,
     ) -> Result<PathBuf, SessionError> {
         check_id(session_id)?;
-        let root = self.root(home);
+        self.locate_in(&self.root(home), &utf8(cwd)?, session_id)
+    }
+
+    /// [`SessionStore::locate`] in the store `root`.
+    fn locate_in(self, root: &Path, cwd: &str, session_id: &str) -> Result<PathBuf, SessionError> {
+        let root = root.to_path_buf();
         let found = match self {
             SessionStore::ClaudeCode => {
                 let file = format!("{session_id}.jsonl");
-                let name = claude_project_dir_name(&utf8(cwd)?);
-                let direct = root.join(&name).join(&file);
-                if direct.is_file() {
-                    Some(direct)
-                } else {
-                    find_in_subdirs(&root, |f| f == file)?
-                }
+                let home_dir = root.join(claude_project_dir_name(cwd));
+                newest_in_subdirs(&root, &home_dir, |f| f == file)?
             }
             SessionStore::Codex => {
                 let suffix = format!("-{session_id}.jsonl");
@@ -159,11 +430,8 @@ impl SessionStore {
             }
             SessionStore::Pi => {
                 let suffix = format!("_{session_id}.jsonl");
-                let dir = root.join(pi_session_dir_name(&utf8(cwd)?));
-                match find_in_dir(&dir, |f| f.ends_with(&suffix))? {
-                    Some(found) => Some(found),
-                    None => find_in_subdirs(&root, |f| f.ends_with(&suffix))?,
-                }
+                let home_dir = root.join(pi_session_dir_name(cwd));
+                newest_in_subdirs(&root, &home_dir, |f| f.ends_with(&suffix))?
             }
         };
         found.ok_or_else(|| SessionError::NotFound {
@@ -188,36 +456,13 @@ impl SessionStore {
         let new_cwd = absolute_dir(to.cwd)?;
         absolute_dir(to.home)?;
         let source = self.locate(from.home, from.cwd, session_id)?;
-        let file_name =
-            source
-                .file_name()
-                .map(|n| n.to_owned())
-                .ok_or_else(|| SessionError::InvalidPath {
-                    path: source.clone(),
-                    reason: "session file has no name",
-                })?;
-        let dest_root = self.root(to.home);
-        let dest_dir = match self {
-            SessionStore::ClaudeCode => claude_dest_dir(&dest_root, &new_cwd)?,
-            SessionStore::Codex => {
-                let src_root = self.root(from.home);
-                let relative = source
-                    .parent()
-                    .and_then(|p| p.strip_prefix(&src_root).ok())
-                    .unwrap_or(Path::new(""));
-                dest_root.join(relative)
-            }
-            SessionStore::Pi => dest_root.join(pi_session_dir_name(&new_cwd)),
-        };
-        let dest = dest_dir.join(&file_name);
-        copy_rewritten(&source, &dest, &old_cwd, &new_cwd)?;
-        if self == SessionStore::ClaudeCode {
-            let side = source.with_extension("");
-            if side.is_dir() {
-                copy_tree_rewritten(&side, &dest_dir.join(session_id), &old_cwd, &new_cwd)?;
-            }
-        }
-        Ok(dest)
+        let dest_dir = self.dest_dir(
+            &source,
+            &self.root(from.home),
+            &self.root(to.home),
+            &new_cwd,
+        )?;
+        self.copy_into(session_id, &source, &dest_dir, &old_cwd, &new_cwd)
     }
 }
 
@@ -421,8 +666,13 @@ fn find_in_dir(
     Ok(found.pop())
 }
 
-fn find_in_subdirs(
+/// The most recently written file of any folder under `root` that `matches`
+/// (on a tie, the one in `preferred`): a session carried from worktree to
+/// worktree leaves a copy in each folder, and the newest holds the whole
+/// conversation.
+fn newest_in_subdirs(
     root: &Path,
+    preferred: &Path,
     matches: impl Fn(&str) -> bool,
 ) -> Result<Option<PathBuf>, SessionError> {
     let entries = match fs::read_dir(root) {
@@ -430,18 +680,27 @@ fn find_in_subdirs(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(root)(e)),
     };
-    let mut dirs: Vec<PathBuf> = entries
+    let mut best: Option<(std::time::SystemTime, bool, PathBuf)> = None;
+    for dir in entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        if let Some(found) = find_in_dir(&dir, &matches)? {
-            return Ok(Some(found));
+    {
+        let Some(found) = find_in_dir(&dir, &matches)? else {
+            continue;
+        };
+        let written = fs::metadata(&found)
+            .and_then(|m| m.modified())
+            .map_err(io_err(&found))?;
+        let candidate = (written, dir == preferred, found);
+        if best
+            .as_ref()
+            .is_none_or(|b| (candidate.0, candidate.1) > (b.0, b.1))
+        {
+            best = Some(candidate);
         }
     }
-    Ok(None)
+    Ok(best.map(|(_, _, path)| path))
 }
 
 fn find_recursive(

@@ -276,7 +276,14 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         input.copy.clone()
     };
     crate::worktree::copy::check_patterns(&copy)?;
-    let agent = agent(&input.agent, &defaults)?;
+    let mut agent = agent(&input.agent, &defaults)?;
+    // A handoff continues the conversation the person had in that worktree.
+    if input.handoff
+        && let Some(record) = &existing
+        && let Some(id) = agent.resume_latest_session(&record.path)
+    {
+        tracing::info!(session = %id, "handoff resumes the worktree's latest session");
+    }
     let prompt = match (&input.prompt, &input.prompt_file) {
         (Some(_), Some(_)) => return Err(PlanError::TwoPrompts),
         (Some(text), None) => PromptSource::Inline(text.clone()),

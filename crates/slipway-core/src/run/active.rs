@@ -1,6 +1,7 @@
 //! Starting, attaching to and handing sessions into the sandbox of a run.
 
 use super::*;
+use crate::agent::session::{SessionError, TokenTotals, rewrite_paths};
 
 /// A started sandbox; the isolated one also brings work back before closing.
 pub(super) enum ActiveSandbox {
@@ -11,46 +12,92 @@ pub(super) enum ActiveSandbox {
     Mapped(Box<crate::sandbox::mapped::MappedSandbox>),
 }
 
+/// What handing the resumed session in did.
+#[derive(Debug, Default)]
+pub(super) struct HandedIn {
+    /// What to tell the user, when something was moved.
+    pub(super) note: Option<String>,
+    /// The session's running token total before the run (Codex).
+    pub(super) usage_total: TokenTotals,
+}
+
 impl ActiveSandbox {
-    /// Puts the agent session being resumed where the agent inside looks for
-    /// it: under the container's HOME (`/tmp`), with paths rewritten for the
-    /// container's working directory. Host runs need nothing: same HOME, same cwd.
+    /// Whether the agent runs in a container (which gets only declared environment).
+    pub(super) fn is_container(&self) -> bool {
+        !matches!(self, ActiveSandbox::Host(_))
+    }
+
+    /// Puts the agent session being resumed where the agent will look for it.
+    /// On the host, a session recorded in another working directory (a
+    /// worktree merged and removed since) is carried into this one's. In a
+    /// container, it goes under the container's HOME (`/tmp`) with its paths
+    /// rewritten for the container's working directory. What cannot be carried
+    /// is refused before the agent starts, with a typed error.
     pub(super) async fn hand_in_session(
         &self,
         agent: &AgentSpec,
         host_cwd: &Path,
         staging: &Path,
-    ) -> Result<Option<PathBuf>, RunError> {
-        use crate::agent::session::SessionPlace;
-        let (Some(store), Some(resume)) = (
-            agent.session_store(),
-            agent.options().and_then(|o| o.resume.as_ref()),
-        ) else {
-            return Ok(None);
+    ) -> Result<HandedIn, RunError> {
+        let Some(resume) = agent.options().and_then(|o| o.resume.as_ref()) else {
+            return Ok(HandedIn::default());
         };
-        let (docker, container_cwd) = match self {
-            ActiveSandbox::Host(_) | ActiveSandbox::Mapped(_) => return Ok(None),
-            ActiveSandbox::Docker(d) => (d.as_ref(), host_cwd.to_path_buf()),
-            ActiveSandbox::Isolated(i) => (i.docker(), i.container_worktree().to_path_buf()),
-        };
+        let id = resume.session_id.as_str();
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/"));
+        let not_carried = |reason: &str| {
+            RunError::Session(SessionError::NotCarried {
+                agent: agent.name(),
+                id: id.to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        let Some(store) = agent.session_store() else {
+            return match (self, agent) {
+                (ActiveSandbox::Host(_), AgentSpec::Opencode(o)) => {
+                    let binary = o.binary.as_deref().unwrap_or("opencode");
+                    let note =
+                        carry_opencode_session(agent.name(), binary, id, host_cwd, staging).await?;
+                    Ok(HandedIn {
+                        note,
+                        usage_total: TokenTotals::default(),
+                    })
+                }
+                (ActiveSandbox::Host(_), _) => Ok(HandedIn::default()),
+                _ => Err(not_carried(
+                    "slipway carries only Claude Code, Codex and Pi sessions into a container; \
+                     resume it with the host sandbox (`--sandbox none`)",
+                )),
+            };
+        };
+        let host_root = store.root_in_env(&home, |name| std::env::var_os(name));
+        let (docker, container_cwd) = match self {
+            ActiveSandbox::Host(_) => {
+                let carried = store.carry(id, &host_root, &host_root, host_cwd)?;
+                return Ok(HandedIn {
+                    note: carried.copied_from.map(|from| {
+                        format!(
+                            "the session was carried from {} to {}",
+                            from.display(),
+                            carried.file.display()
+                        )
+                    }),
+                    usage_total: carried.usage_total.unwrap_or_default(),
+                });
+            }
+            ActiveSandbox::Mapped(_) => {
+                return Err(not_carried(
+                    "slipway does not carry sessions into a workspace's container yet; \
+                     resume it in a worktree run",
+                ));
+            }
+            ActiveSandbox::Docker(d) => (d.as_ref(), host_cwd.to_path_buf()),
+            ActiveSandbox::Isolated(i) => (i.docker(), i.container_worktree().to_path_buf()),
+        };
         let home_staging = staging.join("home");
         std::fs::create_dir_all(&home_staging).map_err(|e| RunError::Io(e.to_string()))?;
-        let copied = store
-            .copy(
-                &resume.session_id,
-                SessionPlace {
-                    home: &home,
-                    cwd: host_cwd,
-                },
-                SessionPlace {
-                    home: &home_staging,
-                    cwd: &container_cwd,
-                },
-            )
-            .map_err(RunError::Session)?;
+        let carried = store.carry(id, &host_root, &store.root(&home_staging), &container_cwd)?;
         let mut builder = tar::Builder::new(Vec::new());
         for entry in std::fs::read_dir(&home_staging).map_err(|e| RunError::Io(e.to_string()))? {
             let entry = entry.map_err(|e| RunError::Io(e.to_string()))?;
@@ -65,8 +112,15 @@ impl ActiveSandbox {
             .into_inner()
             .map_err(|e| RunError::Io(e.to_string()))?;
         docker.upload_tar("/tmp", tar).await?;
-        let _ = std::fs::remove_dir_all(staging);
-        Ok(Some(copied))
+        if let Err(e) = std::fs::remove_dir_all(staging) {
+            tracing::warn!("could not remove {}: {e}", staging.display());
+        }
+        Ok(HandedIn {
+            note: Some(format!(
+                "the agent session {id} was handed into the sandbox"
+            )),
+            usage_total: carried.usage_total.unwrap_or_default(),
+        })
     }
 
     pub(super) fn as_dyn(&self) -> &dyn Sandbox {
@@ -210,5 +264,83 @@ pub(super) fn sandbox_name(spec: &SandboxSpec) -> &'static str {
         SandboxSpec::None => "none",
         SandboxSpec::Docker { .. } => "docker",
         SandboxSpec::DockerIsolated { .. } => "docker-isolated",
+    }
+}
+
+/// Makes an OpenCode session resumable in `cwd`. OpenCode resumes a session in
+/// the directory it was created in and fails when that is gone, so a session
+/// from elsewhere is exported, its paths rewritten to `cwd`, and imported
+/// again under the same id. Returns a note when it moved.
+async fn carry_opencode_session(
+    agent: &'static str,
+    binary: &str,
+    id: &str,
+    cwd: &Path,
+    staging: &Path,
+) -> Result<Option<String>, RunError> {
+    let failed = |reason: String| {
+        RunError::Session(SessionError::NotCarried {
+            agent,
+            id: id.to_owned(),
+            reason,
+        })
+    };
+    let exported = opencode(binary, &["export", id], cwd)
+        .await
+        .map_err(|e| failed(format!("`{binary} export {id}` failed: {e}")))?;
+    let session: serde_json::Value = serde_json::from_slice(&exported)
+        .map_err(|e| failed(format!("`{binary} export {id}` printed no session ({e})")))?;
+    let Some(old) = session
+        .get("info")
+        .and_then(|i| i.get("directory"))
+        .and_then(|d| d.as_str())
+        .map(str::to_owned)
+    else {
+        return Err(failed(format!(
+            "`{binary} export {id}` names no directory for the session"
+        )));
+    };
+    let new = cwd
+        .to_str()
+        .ok_or_else(|| failed(format!("{} is not valid UTF-8", cwd.display())))?;
+    if Path::new(&old) == cwd {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(staging).map_err(|e| RunError::Io(e.to_string()))?;
+    let file = staging.join(format!("opencode-{id}.json"));
+    std::fs::write(&file, rewrite_paths(&exported, &old, new))
+        .map_err(|e| RunError::Io(format!("{}: {e}", file.display())))?;
+    let file_arg = file.display().to_string();
+    let imported = opencode(binary, &["import", &file_arg], cwd).await;
+    if let Err(e) = std::fs::remove_dir_all(staging) {
+        tracing::warn!("could not remove {}: {e}", staging.display());
+    }
+    imported.map_err(|e| failed(format!("`{binary} import` failed: {e}")))?;
+    Ok(Some(format!(
+        "the OpenCode session {id} was carried from {old} to {new}"
+    )))
+}
+
+/// Runs the OpenCode CLI on the host in `cwd` (with `PWD` to match, which
+/// OpenCode trusts); returns its stdout, or what went wrong.
+async fn opencode(binary: &str, args: &[&str], cwd: &Path) -> Result<Vec<u8>, String> {
+    let run = tokio::process::Command::new(binary)
+        .args(args)
+        .current_dir(cwd)
+        .env("PWD", cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(60), run).await {
+        Err(_) => Err("no answer within 60 s".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(out)) if out.status.success() => Ok(out.stdout),
+        Ok(Ok(out)) => Err(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
     }
 }

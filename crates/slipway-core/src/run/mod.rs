@@ -36,6 +36,7 @@ mod returned;
 pub mod sandboxes;
 pub mod workspace;
 
+use crate::agent::session::TokenTotals;
 use crate::worktree::{
     self, CloseOutcome, CreateError, CreateRequest, WorktreeRecord, WorktreeState,
     WorktreeStrategy, WorktreeTarget,
@@ -43,7 +44,7 @@ use crate::worktree::{
 pub(crate) use active::docker_config;
 use active::{ActiveSandbox, attach_sandbox, sandbox_name, start_sandbox};
 use place::{Place, finish_place, prepare_place};
-use process::{IterationEnd, run_hooks, run_iteration, run_to_end};
+use process::{IterationEnd, StreamRules, run_hooks, run_iteration, run_to_end};
 
 /// The default completion signal.
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
@@ -213,14 +214,20 @@ pub struct CommitRef {
     pub sha: String,
 }
 
-/// Token usage as the agent reported it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Token usage of a run, as the agent reported it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
-    /// Input tokens.
+    /// Input tokens, cached ones included.
     pub input_tokens: u64,
     /// Output tokens.
     pub output_tokens: u64,
+    /// Of `input_tokens`, how many were read from the prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Cost in US dollars, when the agent reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// An error as the result carries it.
@@ -250,10 +257,13 @@ pub struct RunResult {
     pub worktree_path: PathBuf,
     /// The completion signal that matched.
     pub completion_signal: Option<String>,
-    /// The agent's session id.
+    /// The agent's session id (set as soon as the agent names it).
     pub session_id: Option<String>,
     /// Token usage.
     pub usage: Option<Usage>,
+    /// The agent's final answer: its last result, or else its last text.
+    #[serde(default)]
+    pub final_text: Option<String>,
     /// The run's log.
     pub log_file: PathBuf,
     /// Set when the worktree was kept (uncommitted changes, or a worktree handle).
@@ -289,9 +299,6 @@ pub enum RunError {
     /// The request does not pass the plan's checks.
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
-    /// The agent session to resume cannot be handed in.
-    #[error("cannot hand the session to the sandbox: {0}")]
-    Session(#[from] crate::agent::session::SessionError),
     /// The prompt cannot be used.
     #[error(transparent)]
     Prompt(#[from] PromptError),
@@ -334,9 +341,17 @@ pub enum RunError {
     /// The agent printed nothing for too long.
     #[error("the agent was idle for {secs} s (idle timeout) and was stopped")]
     IdleTimeout { secs: u64 },
-    /// The agent exited non-zero.
-    #[error("the agent exited with code {code} in iteration {iteration}")]
-    AgentFailed { code: i32, iteration: u32 },
+    /// The agent exited non-zero, or exited 0 after reporting an error as its outcome.
+    #[error("the agent {} in iteration {iteration}{}", exit_text(*code), reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    AgentFailed {
+        code: i32,
+        iteration: u32,
+        /// The error the agent reported last, if any.
+        reason: Option<String>,
+    },
+    /// The session to resume cannot be found or moved where the run needs it.
+    #[error(transparent)]
+    Session(#[from] crate::agent::session::SessionError),
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
@@ -368,7 +383,6 @@ impl RunError {
     pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
             RunError::Plan(e) => crate::error::Failure::kind(e),
-            RunError::Session(e) => e.kind(),
             RunError::Prompt(e) => crate::plan::prompt_kind(e),
             RunError::Agent(e) => e.kind(),
             RunError::Invalid(_) => crate::error::ErrorKind::InvalidParams,
@@ -383,6 +397,7 @@ impl RunError {
             RunError::HookTimeout { .. } => crate::error::ErrorKind::HookTimeout,
             RunError::IdleTimeout { .. } => crate::error::ErrorKind::IdleTimeout,
             RunError::AgentFailed { .. } => crate::error::ErrorKind::AgentFailed,
+            RunError::Session(e) => e.kind(),
             RunError::Cancelled => crate::error::ErrorKind::Cancelled,
             RunError::Merge(e) => e.kind(),
             RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
@@ -400,6 +415,15 @@ impl RunError {
             RunError::Cancelled => RunStatus::Cancelled,
             _ => RunStatus::Failed,
         }
+    }
+}
+
+/// How an agent's exit reads in an error message.
+fn exit_text(code: i32) -> String {
+    if code == 0 {
+        "reported an error and exited".to_owned()
+    } else {
+        format!("exited with code {code}")
     }
 }
 
@@ -667,6 +691,7 @@ async fn run_recorded(
             completion_signal: None,
             session_id: None,
             usage: None,
+            final_text: None,
             log_file: log_file.clone(),
             preserved_worktree_path: None,
             kept_branch: None,
@@ -1085,24 +1110,29 @@ async fn drive(
         .slipway_dir()
         .join("runs")
         .join(format!("{}.session", ctx.result.run_id));
-    match active
+    let handed = match active
         .hand_in_session(&request.agent, &place.cwd, &staging)
         .await
     {
-        Ok(Some(file)) => ctx.phase(
-            "session",
-            format!(
-                "the agent session {} was handed into the sandbox",
-                file.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            ),
-        ),
-        Ok(None) => {}
+        Ok(handed) => handed,
         Err(e) => {
             sandbox.close().await;
             return Err(e);
         }
+    };
+    if let Some(note) = &handed.note {
+        ctx.phase("session", note.clone());
+    }
+    // A container gets only declared environment: what the agent's CLI needs
+    // for its endpoint and credentials is declared by its provider.
+    let mut agent_env = Vec::new();
+    if active.is_container() {
+        for name in agent.passthrough_env() {
+            if let Ok(value) = std::env::var(name) {
+                agent_env.push(((*name).to_owned(), value));
+            }
+        }
+        agent_env.extend(agent.container_env());
     }
     let result = async {
         run_hooks(
@@ -1154,6 +1184,8 @@ async fn drive(
         } else {
             request.completion_signals.clone()
         };
+        let resume = request.agent.options().and_then(|o| o.resume.as_ref());
+        let mut running_total = handed.usage_total;
         for iteration in 1..=request.max_iterations {
             ctx.result.iterations = iteration;
             ctx.emit(RunEvent::Iteration {
@@ -1166,6 +1198,7 @@ async fn drive(
             ));
             let invocation = agent.unattended(&text)?;
             let mut iter_env = env.clone();
+            iter_env.extend(agent_env.iter().cloned());
             iter_env.extend(invocation.env.iter().cloned());
             iter_env.push(("SLIPWAY_ITERATION".into(), iteration.to_string()));
             let spec = ExecSpec {
@@ -1175,7 +1208,22 @@ async fn drive(
                 stdin: invocation.stdin.map(String::into_bytes),
                 hold: ctx.hold,
             };
-            match run_iteration(ctx, sandbox, agent, spec, iteration, &signals).await? {
+            // A running total (Codex) counts from where the session stood before
+            // this invocation: zero for a new session, the source's total for a
+            // fork, where the previous iteration left it when resuming.
+            let mut session_total = match resume {
+                None => TokenTotals::default(),
+                Some(r) if r.fork => handed.usage_total,
+                Some(_) => running_total,
+            };
+            let mut rules = StreamRules {
+                signals: &signals,
+                resume_id: resume.filter(|r| !r.fork).map(|r| r.session_id.as_str()),
+                session_total: &mut session_total,
+            };
+            let end = run_iteration(ctx, sandbox, agent, spec, iteration, &mut rules).await;
+            running_total = session_total;
+            match end? {
                 IterationEnd::Signalled(signal) => {
                     ctx.result.completion_signal = Some(signal);
                     break;

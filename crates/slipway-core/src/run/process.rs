@@ -2,6 +2,7 @@
 //! completion signal and its grace, cancellation, and stray processes.
 
 use super::*;
+use crate::agent::session::TokenTotals;
 
 pub(super) enum IterationEnd {
     Exited,
@@ -141,6 +142,106 @@ pub(super) async fn run_hooks(
     Ok(())
 }
 
+/// What one agent iteration is matched against, and the running session total
+/// its usage is measured from.
+pub(super) struct StreamRules<'a> {
+    /// Completion signals, matched in the assistant's text only.
+    pub signals: &'a [String],
+    /// The session this invocation resumes, if any.
+    pub resume_id: Option<&'a str>,
+    /// The session's running token total before this invocation (agents that
+    /// report usage as a running total); updated to the last total seen.
+    pub session_total: &'a mut TokenTotals,
+}
+
+/// What the agent said about how it went, gathered while its output streams.
+#[derive(Default)]
+struct Outcome {
+    signal: Option<String>,
+    /// The last error the agent reported, cleared by a later result.
+    error: Option<String>,
+    /// The stream itself carried token counts.
+    stream_usage: bool,
+    /// The session id this invocation named.
+    session: Option<String>,
+}
+
+impl Outcome {
+    /// Folds one parsed event into the result and this outcome.
+    fn take(&mut self, result: &mut RunResult, rules: &mut StreamRules<'_>, event: AgentEvent) {
+        match event {
+            AgentEvent::Text { text } => {
+                self.match_signal(rules.signals, &text);
+                if !text.trim().is_empty() {
+                    result.final_text = Some(text);
+                }
+            }
+            AgentEvent::Result { text } => {
+                self.match_signal(rules.signals, &text);
+                self.error = None;
+                result.final_text = Some(text);
+            }
+            AgentEvent::SessionId { id } => {
+                self.session = Some(id.clone());
+                result.session_id = Some(id);
+            }
+            AgentEvent::Usage {
+                input_tokens,
+                output_tokens,
+                cached_input_tokens,
+                cost_usd,
+            } => {
+                self.stream_usage = true;
+                add_usage(
+                    result,
+                    input_tokens,
+                    output_tokens,
+                    cached_input_tokens,
+                    cost_usd,
+                );
+            }
+            AgentEvent::SessionUsage {
+                input_tokens,
+                output_tokens,
+                cached_input_tokens,
+            } => {
+                self.stream_usage = true;
+                let before = *rules.session_total;
+                add_usage(
+                    result,
+                    input_tokens.saturating_sub(before.input_tokens),
+                    output_tokens.saturating_sub(before.output_tokens),
+                    cached_input_tokens.saturating_sub(before.cached_input_tokens),
+                    None,
+                );
+                *rules.session_total = TokenTotals {
+                    input_tokens,
+                    output_tokens,
+                    cached_input_tokens,
+                };
+            }
+            AgentEvent::Error { message } => self.error = Some(message),
+            AgentEvent::ToolCall { .. } | AgentEvent::Notice { .. } => {}
+        }
+    }
+
+    fn match_signal(&mut self, signals: &[String], text: &str) {
+        if self.signal.is_none() {
+            self.signal = signals.iter().find(|s| text.contains(s.as_str())).cloned();
+        }
+    }
+}
+
+fn add_usage(result: &mut RunResult, input: u64, output: u64, cached: u64, cost: Option<f64>) {
+    let u = result.usage.get_or_insert_with(Usage::default);
+    u.input_tokens += input;
+    u.output_tokens += output;
+    u.cached_input_tokens += cached;
+    if let Some(cost) = cost {
+        *u.cost_usd.get_or_insert(0.0) += cost;
+    }
+}
+
 /// One agent iteration: stream output, watch idle time, the completion signal and cancellation.
 pub(super) async fn run_iteration(
     ctx: &mut Ctx<'_>,
@@ -148,10 +249,16 @@ pub(super) async fn run_iteration(
     agent: &dyn Agent,
     spec: ExecSpec,
     iteration: u32,
-    signals: &[String],
+    rules: &mut StreamRules<'_>,
 ) -> Result<IterationEnd, RunError> {
     let timeouts = ctx.timeouts;
     let cancel = ctx.control.cancel.clone();
+    // A resumed session's log already holds earlier runs: only what this run adds counts.
+    let log_start = match rules.resume_id {
+        Some(id) => session_log_size(sandbox, agent, id, &spec, &cancel).await,
+        None => 0,
+    };
+    let (cwd, env) = (spec.cwd.clone(), spec.env.clone());
     let mut exec = sandbox.exec(spec).await?;
     ctx.phase(
         "agentStarted",
@@ -164,11 +271,11 @@ pub(super) async fn run_iteration(
         ),
     );
     let mut last_output = Instant::now();
-    let mut signal: Option<String> = None;
+    let mut outcome = Outcome::default();
     let mut exit: Option<i32> = None;
     let mut open = true;
     let mut strays = StrayWatch::new(sandbox);
-    loop {
+    let end = loop {
         let idle_deadline = later(last_output, timeouts.idle);
         let grace_deadline = later(last_output, timeouts.completion_grace);
         tokio::select! {
@@ -176,19 +283,14 @@ pub(super) async fn run_iteration(
                 Some(OutputEvent::Line(line)) => {
                     last_output = Instant::now();
                     ctx.log.line(&line);
-                    if signal.is_none() {
-                        signal = signals.iter().find(|s| line.contains(s.as_str())).cloned();
-                    }
+                    let known = ctx.result.session_id.clone();
                     for event in agent.parse_line(&line) {
-                        match event {
-                            AgentEvent::SessionId { id } => ctx.result.session_id = Some(id),
-                            AgentEvent::Usage { input_tokens, output_tokens, .. } => {
-                                let u = ctx.result.usage.get_or_insert_with(Usage::default);
-                                u.input_tokens += input_tokens;
-                                u.output_tokens += output_tokens;
-                            }
-                            _ => {}
-                        }
+                        outcome.take(&mut ctx.result, rules, event);
+                    }
+                    if let Some(id) = &ctx.result.session_id
+                        && known.as_ref() != Some(id)
+                    {
+                        ctx.phase("session", format!("{} session {id}", agent.name()));
                     }
                     (ctx.events)(&RunEvent::Output { line });
                 }
@@ -203,15 +305,15 @@ pub(super) async fn run_iteration(
                 exec.killer.kill().await;
                 strays.killed();
             },
-            () = tokio::time::sleep_until(idle_deadline), if exit.is_none() && signal.is_none() => {
+            () = tokio::time::sleep_until(idle_deadline), if exit.is_none() && outcome.signal.is_none() => {
                 exec.killer.kill().await;
                 ctx.log.line(&format!("[slipway] idle for {} s: agent killed", timeouts.idle.as_secs()));
                 return Err(RunError::IdleTimeout { secs: timeouts.idle.as_secs() });
             },
-            () = tokio::time::sleep_until(grace_deadline), if exit.is_none() && signal.is_some() => {
+            () = tokio::time::sleep_until(grace_deadline), if exit.is_none() && outcome.signal.is_some() => {
                 exec.killer.kill().await;
                 ctx.log.line("[slipway] completion signal followed by silence: agent stopped");
-                return Ok(IterationEnd::Signalled(signal.unwrap_or_default()));
+                break IterationEnd::Signalled(outcome.signal.clone().unwrap_or_default());
             },
             () = cancel.cancelled() => {
                 exec.killer.kill().await;
@@ -220,18 +322,96 @@ pub(super) async fn run_iteration(
             },
         }
         if let (Some(code), false) = (exit, open) {
-            if let Some(s) = signal {
+            if let Some(s) = outcome.signal.clone() {
                 if code != 0 {
                     ctx.result.warnings.push(format!(
                         "the agent exited with code {code} after printing the completion signal"
                     ));
                 }
-                return Ok(IterationEnd::Signalled(s));
+                break IterationEnd::Signalled(s);
             }
-            if code != 0 {
-                return Err(RunError::AgentFailed { code, iteration });
+            if code != 0 || outcome.error.is_some() {
+                return Err(RunError::AgentFailed {
+                    code,
+                    iteration,
+                    reason: outcome.error,
+                });
             }
-            return Ok(IterationEnd::Exited);
+            break IterationEnd::Exited;
+        }
+    };
+    let session = outcome
+        .session
+        .clone()
+        .or_else(|| rules.resume_id.map(str::to_owned));
+    if !outcome.stream_usage
+        && let Some(id) = session
+    {
+        for event in read_session_log(sandbox, agent, &id, log_start, &cwd, &env, &cancel).await {
+            outcome.take(&mut ctx.result, rules, event);
         }
     }
+    Ok(end)
+}
+
+/// Runs a small shell script in the sandbox, in the agent's directory and
+/// environment (so `$HOME` is the agent's), and returns its output.
+async fn sandbox_sh(
+    sandbox: &dyn Sandbox,
+    script: String,
+    cwd: &Path,
+    env: &[(String, String)],
+    cancel: &CancellationToken,
+) -> Option<String> {
+    let spec = ExecSpec {
+        argv: vec!["sh".into(), "-c".into(), script],
+        cwd: cwd.to_path_buf(),
+        env: env.to_vec(),
+        stdin: None,
+        hold: None,
+    };
+    match run_to_end(sandbox, spec, Duration::from_secs(30), cancel).await {
+        Ok(Some((0, out))) => Some(out),
+        _ => None,
+    }
+}
+
+/// The size of the agent's session log (0 when it has none yet).
+async fn session_log_size(
+    sandbox: &dyn Sandbox,
+    agent: &dyn Agent,
+    session_id: &str,
+    spec: &ExecSpec,
+    cancel: &CancellationToken,
+) -> u64 {
+    let Some(path) = agent.session_log(session_id) else {
+        return 0;
+    };
+    let script = format!("wc -c < \"{path}\" 2>/dev/null || echo 0");
+    sandbox_sh(sandbox, script, &spec.cwd, &spec.env, cancel)
+        .await
+        .and_then(|out| out.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The usage the agent's session log recorded after byte `from`.
+async fn read_session_log(
+    sandbox: &dyn Sandbox,
+    agent: &dyn Agent,
+    session_id: &str,
+    from: u64,
+    cwd: &Path,
+    env: &[(String, String)],
+    cancel: &CancellationToken,
+) -> Vec<AgentEvent> {
+    let Some(path) = agent.session_log(session_id) else {
+        return Vec::new();
+    };
+    let script = format!("tail -c +{} \"{path}\"", from + 1);
+    let Some(text) = sandbox_sh(sandbox, script, cwd, env, cancel).await else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| agent.parse_session_log_line(line))
+        .collect()
 }

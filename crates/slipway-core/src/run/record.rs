@@ -151,6 +151,7 @@ impl RunRecord {
             completion_signal: None,
             session_id: None,
             usage: None,
+            final_text: None,
             log_file: slipway_dir
                 .join("logs")
                 .join(format!("{}.log", self.run_id)),

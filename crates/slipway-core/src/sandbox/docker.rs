@@ -426,7 +426,15 @@ impl DockerSandbox {
             attach_stdout: Some(true),
             attach_stderr: Some(true),
             tty: Some(false),
-            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            // PWD as on the host sandbox: some agents trust it over getcwd().
+            env: Some(
+                std::iter::once(format!(
+                    "PWD={}",
+                    utf8(&spec.cwd.components().collect::<PathBuf>())?
+                ))
+                .chain(spec.env.iter().map(|(k, v)| format!("{k}={v}")))
+                .collect(),
+            ),
             cmd: Some(cmd),
             user: Some(self.user.clone()),
             working_dir: Some(utf8(&spec.cwd)?),

@@ -139,8 +139,9 @@ impl Sandbox for HostSandbox {
             command
                 .args(args)
                 .current_dir(&spec.cwd)
-                // Programs that trust $PWD over getcwd() must see the worktree.
-                .env("PWD", &spec.cwd)
+                // Programs that trust $PWD over getcwd() (OpenCode, shells) would
+                // otherwise work in the directory slipway was started from.
+                .env("PWD", spec.cwd.components().collect::<std::path::PathBuf>())
                 .envs(spec.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())

@@ -1,0 +1,605 @@
+//! Every provider against its real CLI (installed from npm by
+//! `scripts/agents-setup.sh`), with only the model replaced by the scripted
+//! server of `common::model_server`:
+//!
+//! - a merge-to-head run commits through the agent's own shell tool and lands
+//!   on the host branch; the result's session id is one the agent keeps, and
+//!   its usage (cached tokens included) is what the server sent;
+//! - a second run with `--resume` continues that session after the first run's
+//!   worktree is gone (the server sees the earlier conversation), and `--fork`
+//!   continues a copy under a new id, or a typed error says why not;
+//! - a prompt that contains the completion signal, with a model that fails,
+//!   does not end `completed`;
+//! - the interactive command line the sidecar hands out starts the CLI on a pty
+//!   and reaches the model.
+//!
+//! The flagship flow (Claude Code and Codex) is in `handoff_*`: an interactive
+//! session from the sidecar's `interactiveCommand`, then `slipway.handoff` in a
+//! docker sandbox resumes that session unattended and commits.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use common::agents::{AgentWorld, agent_image};
+use common::lsp::Lsp;
+use common::model_server::{FINAL_TEXT, Script, SentUsage, Turn};
+use common::pty::Pty;
+use common::*;
+
+const SIGNAL: &str = "<promise>COMPLETE</promise>";
+const PROMPT: &str = "Create hello.txt and commit it.";
+/// Generous: a run is a few seconds; a CLI's first start on a cold cache more.
+const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// The usage slipway put in a result.
+fn result_usage(result: &Value) -> SentUsage {
+    let u = &result["usage"];
+    let n = |k: &str| {
+        u[k].as_u64()
+            .unwrap_or_else(|| panic!("usage.{k} missing in {result}"))
+    };
+    SentUsage {
+        input: n("inputTokens"),
+        output: n("outputTokens"),
+        cached: n("cachedInputTokens"),
+    }
+}
+
+/// Whether the agent keeps a session `id` in its own store under the fake HOME.
+fn agent_keeps_session(world: &AgentWorld, id: &str) -> bool {
+    let home = world.env.home();
+    let files_under = |dir: PathBuf, matches: &dyn Fn(&str) -> bool| -> bool {
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(matches)
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    match world.cli.agent.as_str() {
+        "claude-code" => files_under(home.join(".claude/projects"), &|n| {
+            n == format!("{id}.jsonl")
+        }),
+        "codex" => files_under(home.join(".codex/sessions"), &|n| {
+            n.starts_with("rollout-") && n.ends_with(&format!("-{id}.jsonl"))
+        }),
+        "pi" => files_under(home.join(".pi/agent/sessions"), &|n| {
+            n.ends_with(&format!("_{id}.jsonl"))
+        }),
+        "copilot" => home.join(".copilot/session-state").join(id).is_dir(),
+        "opencode" => {
+            let mut export = std::process::Command::new(&world.cli.path);
+            export
+                .args(["export", id])
+                .current_dir(&world.repo)
+                .env_clear();
+            for (k, v) in world.child_env() {
+                export.env(k, v);
+            }
+            let out = common::agents::output_within(export, Duration::from_secs(60));
+            out.status.success()
+                && serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|v| v["info"]["id"] == id)
+        }
+        other => panic!("no session store known for {other}"),
+    }
+}
+
+/// The body of the first opening request the server got since its log was cleared.
+fn first_opening(world: &AgentWorld) -> Value {
+    world
+        .server
+        .model_requests()
+        .into_iter()
+        .find(|e| e.turn == Some(Turn::Opening))
+        .unwrap_or_else(|| {
+            panic!(
+                "the agent never asked the model:\n{}",
+                world.server.describe()
+            )
+        })
+        .body
+}
+
+/// Asserts a run completed through the model's tool call and landed on `main`.
+fn assert_landed(world: &AgentWorld, result: &Value, subject: &str) {
+    let log = AgentWorld::log_of(result);
+    assert_eq!(
+        result["status"],
+        "completed",
+        "{}: {result}\nlog:\n{log}\nmodel server:\n{}",
+        world.cli.agent,
+        world.server.describe()
+    );
+    assert_eq!(result["completionSignal"], SIGNAL, "{result}");
+    assert_eq!(result["finalText"], FINAL_TEXT, "{result}");
+    assert_eq!(commit_shas(result).len(), 1, "{result}\n{log}");
+    assert_eq!(
+        world
+            .env
+            .git(&world.repo, &["log", "-1", "--format=%s", "main"]),
+        subject,
+        "the agent's commit landed on the host branch"
+    );
+    assert_eq!(
+        world.env.rev(&world.repo, "main"),
+        commit_shas(result)[0],
+        "main is at the run's commit"
+    );
+    let wt = Path::new(s(result, "worktreePath"));
+    assert!(
+        !wt.exists(),
+        "the merge-to-head worktree is gone: {}",
+        wt.display()
+    );
+    assert_eq!(
+        result_usage(result),
+        world.server.sent_usage(),
+        "{}: the usage in the result is what the model sent\n{}",
+        world.cli.agent,
+        world.server.describe()
+    );
+}
+
+/// A merge-to-head run that resumes (or forks) `session` with `prompt`.
+fn resume(world: &AgentWorld, session: &str, fork: bool, prompt: &str) -> (Value, Option<Value>) {
+    let mut args = vec!["--strategy", "merge-to-head", "--idle-timeout", "120"];
+    args.extend(["--resume", session]);
+    if fork {
+        args.push("--fork");
+    }
+    args.extend(["--prompt", prompt]);
+    world.run(&args, RUN_LIMIT)
+}
+
+/// A merge-to-head run, then `--resume` in a new worktree, then `--fork` (or
+/// the typed error of an agent that cannot fork); a session that does not
+/// exist is refused before the agent starts.
+fn session_lands_resumes_and_forks(agent: &str) {
+    let world = AgentWorld::new(agent, Script::EditAndCommit);
+    let (result, error) = world.run(
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--resume",
+            "0badc0de-0000-4000-8000-000000000000",
+            "--prompt",
+            PROMPT,
+        ],
+        RUN_LIMIT,
+    );
+    let error =
+        error.unwrap_or_else(|| panic!("{agent}: resuming a missing session must fail: {result}"));
+    let want = match agent {
+        "opencode" => "sessionNotResumable",
+        // Copilot also takes names and id prefixes: it says itself that nothing matched.
+        "copilot" => "agentFailed",
+        _ => "sessionNotFound",
+    };
+    assert_eq!(error["kind"], want, "{agent}: {error}");
+    assert!(
+        world.server.model_requests().is_empty(),
+        "{agent} never asked the model"
+    );
+    assert_eq!(
+        world.env.local_branches(&world.repo),
+        ["main"],
+        "no branch left behind"
+    );
+    let (first, _) = world.run(
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--idle-timeout",
+            "120",
+            "--prompt",
+            PROMPT,
+        ],
+        RUN_LIMIT,
+    );
+    assert_landed(&world, &first, "agent: hello 1");
+    let session = s(&first, "sessionId").to_owned();
+    assert!(
+        agent_keeps_session(&world, &session),
+        "{agent} keeps no session {session} in its store"
+    );
+    assert_eq!(
+        world.server.sent_usage(),
+        SentUsage {
+            input: 303,
+            output: 33,
+            cached: 21
+        },
+        "the script's two turns"
+    );
+
+    // The first worktree is gone; the session continues in a new one.
+    world.server.clear_log();
+    let (second, error) = resume(&world, &session, false, "Once more.");
+    assert!(
+        error.is_none(),
+        "{agent}: resume failed: {error:?}\n{second}\n{}",
+        AgentWorld::log_of(&second)
+    );
+    assert_landed(&world, &second, "agent: hello 2");
+    assert_eq!(
+        second["sessionId"],
+        session.as_str(),
+        "{agent} continued the same session"
+    );
+    let history = first_opening(&world).to_string();
+    assert!(
+        history.contains("agent: hello 1") && history.contains("Once more."),
+        "{agent}: the resumed conversation reached the model with the first run in it:\n{history}"
+    );
+
+    world.server.clear_log();
+    let (forked, error) = resume(&world, &session, true, "Fork it.");
+    if agent == "copilot" {
+        let error = error.expect("copilot cannot fork: a typed error");
+        assert_eq!(error["kind"], "unsupported", "{error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("resume.fork")),
+            "{error}"
+        );
+        assert!(world.server.model_requests().is_empty(), "nothing ran");
+        return;
+    }
+    assert!(
+        error.is_none(),
+        "{agent}: fork failed: {error:?}\n{forked}\n{}",
+        AgentWorld::log_of(&forked)
+    );
+    assert_landed(&world, &forked, "agent: hello 3");
+    let fork_id = s(&forked, "sessionId");
+    assert_ne!(fork_id, session, "{agent}: a fork is a new session");
+    assert!(
+        agent_keeps_session(&world, fork_id),
+        "{agent} keeps the fork {fork_id}"
+    );
+    let history = first_opening(&world).to_string();
+    assert!(
+        history.contains("agent: hello 2") && history.contains("Fork it."),
+        "{agent}: the fork carries the conversation:\n{history}"
+    );
+}
+
+/// The prompt names the completion signal, the model fails: not `completed`.
+fn signal_in_prompt_with_a_failing_model(agent: &str) {
+    let world = AgentWorld::new(agent, Script::Fail);
+    let before = world.env.rev(&world.repo, "main");
+    let (result, error) = world.run(
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--idle-timeout",
+            "120",
+            "--prompt",
+            &format!("Fix the bug, then reply with {SIGNAL} when you are done."),
+        ],
+        RUN_LIMIT,
+    );
+    let log = AgentWorld::log_of(&result);
+    assert!(
+        world
+            .server
+            .model_requests()
+            .iter()
+            .any(|e| e.turn != Some(Turn::Side)),
+        "{agent} never asked the model:\n{log}"
+    );
+    assert_ne!(result["status"], "completed", "{agent}: {result}\n{log}");
+    assert_eq!(result["completionSignal"], Value::Null, "{result}");
+    let error = error.unwrap_or_else(|| panic!("{agent}: a failed run names its error: {result}"));
+    assert_eq!(error["kind"], "agentFailed", "{error}");
+    assert_eq!(world.env.rev(&world.repo, "main"), before, "nothing landed");
+}
+
+/// The interactive command line from the sidecar starts the CLI on a pty, and
+/// a prompt typed into it reaches the model; the pty is then closed.
+fn interactive_start(world: &AgentWorld, branch: &str) -> (Lsp, Pty, PathBuf) {
+    let mut lsp = Lsp::start(&world.env, Some(&world.repo), false);
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({"root": world.repo, "strategy": "branch", "branch": branch,
+               "agent": world.agent_spec(json!({}))}),
+    );
+    let command = &created["interactiveCommand"];
+    let argv: Vec<String> = command["argv"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no interactiveCommand in {created}"))
+        .iter()
+        .map(|a| a.as_str().expect("argv strings").to_owned())
+        .collect();
+    let cwd = PathBuf::from(command["cwd"].as_str().expect("cwd"));
+    world.prepare_interactive();
+    let pty = Pty::spawn(&argv, &cwd, &world.child_env());
+    (lsp, pty, cwd)
+}
+
+/// Types the prompt once the CLI is drawing, and waits for the model to be asked.
+fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
+    let agent = &world.cli.agent;
+    // Give the UI time to come up and take input (it draws before it reads keys).
+    let drawn = pty.wait_for(Duration::from_secs(60), |s| s.trim().len() > 20);
+    assert!(
+        drawn && pty.running(),
+        "{agent} did not start on the pty:\n{}",
+        pty.drawn()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    for flag_error in [
+        "unknown option",
+        "unexpected argument",
+        "Unknown argument",
+        "error: ",
+    ] {
+        assert!(
+            !pty.drawn().contains(flag_error),
+            "{agent} refused its command line ({flag_error}):\n{}",
+            pty.drawn()
+        );
+    }
+    pty.type_text(text);
+    std::thread::sleep(Duration::from_millis(500));
+    pty.type_text("\r");
+    let asked = common::lsp::wait_until(Duration::from_secs(60), || {
+        world
+            .server
+            .model_requests()
+            .iter()
+            .any(|e| e.turn != Some(Turn::Side) && e.body.to_string().contains(text))
+    });
+    assert!(
+        asked,
+        "{agent}: the prompt typed on the pty never reached the model\nscreen:\n{}\nmodel server:\n{}",
+        pty.screen(),
+        world.server.describe()
+    );
+}
+
+/// Whether the screen shows `text` within 30 s (UIs that wrap or pad lines
+/// may break it over lines: spacing is ignored).
+fn shows(pty: &Pty, text: &str) -> bool {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let want = squeeze(text);
+    pty.wait_for(Duration::from_secs(30), |s| squeeze(s).contains(&want))
+}
+
+fn interactive_command_line_reaches_the_model(agent: &str) {
+    let world = AgentWorld::new(
+        agent,
+        Script::Answer("Hello from the scripted model.".into()),
+    );
+    let (_lsp, mut pty, _cwd) = interactive_start(&world, "chat");
+    talk(&world, &mut pty, "Say hello.");
+    assert!(
+        shows(&pty, "Hello from the scripted model."),
+        "{agent} did not show the model's answer:\n{}\nmodel server:\n{}",
+        pty.screen(),
+        world.server.describe()
+    );
+    pty.kill();
+}
+
+/// A model that never answers: the idle timeout stops the real agent, the run
+/// ends `timedOut`, and the session id the agent named before it waited is in
+/// the result.
+#[test]
+fn a_stalled_model_times_out_with_the_session_id_already_known() {
+    let world = AgentWorld::new("codex", Script::Stall);
+    let started = std::time::Instant::now();
+    let (result, error) = world.run(
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--idle-timeout",
+            "5",
+            "--prompt",
+            PROMPT,
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(
+        result["status"],
+        "timedOut",
+        "{result}\n{}",
+        AgentWorld::log_of(&result)
+    );
+    assert_eq!(error.expect("a typed error")["kind"], "idleTimeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the idle timeout fired late: {:?}",
+        started.elapsed()
+    );
+    let session = s(&result, "sessionId");
+    assert!(
+        agent_keeps_session(&world, session),
+        "codex named {session} before it stalled"
+    );
+    assert!(
+        world
+            .server
+            .model_requests()
+            .iter()
+            .any(|e| e.turn == Some(Turn::Opening)),
+        "codex was waiting for the model"
+    );
+}
+
+macro_rules! per_agent {
+    ($($module:ident => $agent:literal),* $(,)?) => {$(
+        mod $module {
+            #[test]
+            fn session_lands_resumes_and_forks() {
+                super::session_lands_resumes_and_forks($agent);
+            }
+
+            #[test]
+            fn signal_in_prompt_with_a_failing_model_does_not_complete() {
+                super::signal_in_prompt_with_a_failing_model($agent);
+            }
+
+            #[test]
+            fn interactive_command_line_reaches_the_model() {
+                super::interactive_command_line_reaches_the_model($agent);
+            }
+        }
+    )*};
+}
+
+per_agent! {
+    claude_code => "claude-code",
+    codex => "codex",
+    opencode => "opencode",
+    pi => "pi",
+    copilot => "copilot",
+}
+
+/// The newest session the agent keeps for `cwd` (what an interactive session
+/// there left behind).
+/// Leaves an interactive CLI with Ctrl-C twice (the second confirms), as a
+/// person does, so it writes out its session; waits up to 10 s for it to go.
+fn quit(pty: &mut Pty) {
+    for _ in 0..2 {
+        pty.type_text("\x03");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    common::lsp::wait_until(Duration::from_secs(10), || !pty.running());
+}
+
+/// Only once its transcript holds `answer`: a session the CLI has not written
+/// out yet cannot be resumed.
+fn newest_session(world: &AgentWorld, cwd: &Path, answer: &str) -> Option<String> {
+    let store = match world.cli.agent.as_str() {
+        "claude-code" => slipway_core::agent::SessionStore::ClaudeCode,
+        "codex" => slipway_core::agent::SessionStore::Codex,
+        other => panic!("no store for {other}"),
+    };
+    let home = world.env.home();
+    let id = store.latest_for_cwd(&store.root(home), cwd)?;
+    let file = store.locate(home, cwd, &id).ok()?;
+    std::fs::read_to_string(file)
+        .ok()?
+        .contains(answer)
+        .then_some(id)
+}
+
+/// The flagship flow: work with the agent interactively in a worktree, then
+/// hand the worktree to a docker sandbox, where the same session continues
+/// unattended, commits, and the sidecar reports it.
+fn handoff_continues_the_interactive_session_in_docker(agent: &str) {
+    let image = agent_image(agent);
+    require_docker_image();
+    let world = AgentWorld::new(agent, Script::Answer("Ready when you are.".into()));
+    // A person's conversation with a real model, which takes a moment to answer.
+    world.server.set_latency(Duration::from_secs(2));
+    let (mut lsp, mut pty, cwd) = interactive_start(&world, "chat");
+    talk(&world, &mut pty, "Remember the word pelican.");
+    assert!(
+        shows(&pty, "Ready when you are."),
+        "{agent} did not show the model's answer:\n{}",
+        pty.screen()
+    );
+    // The person leaves the terminal the way people do (Ctrl-C, twice); the
+    // session is on disk.
+    let written = common::lsp::wait_until(Duration::from_secs(20), || {
+        newest_session(&world, &cwd, "Ready when you are.").is_some()
+    });
+    assert!(written, "{agent} wrote no session for {}", cwd.display());
+    quit(&mut pty);
+    assert!(!pty.running(), "{agent} left on Ctrl-C:\n{}", pty.screen());
+    let session =
+        newest_session(&world, &cwd, "Ready when you are.").expect("the session seen above");
+
+    world.server.set_latency(Duration::ZERO);
+    world.server.set_script(Script::EditAndCommit);
+    world.server.clear_log();
+    let started = lsp.ok(
+        "slipway.handoff",
+        json!({
+            "root": world.repo,
+            "worktree": "chat",
+            "agent": world.agent_spec(json!({})),
+            "sandbox": {"type": "docker", "image": image, "network": "host"},
+            "prompt": PROMPT,
+            "idleTimeoutSecs": 120,
+        }),
+    );
+    let run_id = s(&started, "runId").to_owned();
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        |p| p["runId"] == run_id.as_str(),
+        RUN_LIMIT,
+        "the handoff's runFinished",
+    );
+    let done = &finished.msg["params"];
+    let log =
+        std::fs::read_to_string(done["logFile"].as_str().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(
+        done["status"],
+        "completed",
+        "{agent} handoff: {done}\nlog:\n{log}\nmodel server:\n{}",
+        world.server.describe()
+    );
+    assert_eq!(
+        done["sessionId"],
+        session.as_str(),
+        "the handoff resumed the interactive session: {done}"
+    );
+    assert_eq!(done["finalText"], FINAL_TEXT, "{done}");
+    assert_eq!(done["commits"].as_array().map(Vec::len), Some(1), "{done}");
+    assert_eq!(
+        world
+            .env
+            .git(&world.repo, &["log", "-1", "--format=%s", "chat"]),
+        "agent: hello 1"
+    );
+    let history = first_opening(&world).to_string();
+    let file = match agent {
+        "claude-code" => slipway_core::agent::SessionStore::ClaudeCode,
+        _ => slipway_core::agent::SessionStore::Codex,
+    }
+    .locate(world.env.home(), &cwd, &session)
+    .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+    .unwrap_or_default();
+    assert!(
+        history.contains("pelican") && history.contains("Ready when you are."),
+        "the unattended run continued the interactive conversation:\n{history}\ntranscript:\n{file}"
+    );
+    let usage = &done["usage"];
+    assert_eq!(
+        (
+            usage["inputTokens"].as_u64(),
+            usage["outputTokens"].as_u64(),
+            usage["cachedInputTokens"].as_u64()
+        ),
+        (Some(303), Some(33), Some(21)),
+        "{done}"
+    );
+}
+
+#[test]
+fn handoff_claude_code() {
+    handoff_continues_the_interactive_session_in_docker("claude-code");
+}
+
+#[test]
+fn handoff_codex() {
+    handoff_continues_the_interactive_session_in_docker("codex");
+}
