@@ -268,3 +268,64 @@ fn sandbox_hooks_run_inside_the_container_and_host_hooks_on_the_host() {
     assert!(s(&result["error"], "message").contains("no such tool"));
     assert!(containers_of(s(&result, "runId")).is_empty());
 }
+
+/// What the container's cgroup allows, read from inside (cgroup v2 or v1).
+const READ_LIMITS: &str = "set -e\n\
+    m=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)\n\
+    p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max)\n\
+    printf '%s %s\\n' \"$m\" \"$p\" > limits.txt\n\
+    git add limits.txt; git commit -qm limits\n";
+
+fn limits_seen(env: &TestEnv, repo: &Path, extra: &[&str]) -> (String, String) {
+    let mut args = vec!["--branch", extra[0]];
+    args.extend_from_slice(&extra[1..]);
+    ok_json(&docker_run(env, repo, &args, READ_LIMITS));
+    let text = env.git(repo, &["show", &format!("{}:limits.txt", extra[0])]);
+    let mut parts = text.split_whitespace().map(str::to_owned);
+    (
+        parts.next().expect("memory limit"),
+        parts.next().expect("pids limit"),
+    )
+}
+
+#[test]
+fn containers_get_the_memory_and_process_limits_asked_for_and_bounded_defaults() {
+    require_docker_image();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+
+    let (memory, pids) = limits_seen(
+        &env,
+        &repo,
+        &["limits/asked", "--memory", "256m", "--pids-limit", "100"],
+    );
+    assert_eq!((memory.as_str(), pids.as_str()), ("268435456", "100"));
+
+    // Unset: half the machine's memory and 4096 processes, never unbounded.
+    let (memory, pids) = limits_seen(&env, &repo, &["limits/default"]);
+    assert_eq!(pids, "4096");
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .expect("meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("MemTotal")
+        * 1024;
+    let memory: u64 = memory.parse().expect("a number, not `max`");
+    assert!(
+        memory <= total / 2 + 4096 && memory >= total / 2 - (1 << 20),
+        "default memory limit {memory} is not half of {total}"
+    );
+
+    // A size that is no size is refused before anything starts.
+    let out = docker_run(
+        &env,
+        &repo,
+        &["--branch", "limits/bad", "--memory", "lots"],
+        "true",
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("512m"), "the error says how to write a size: {stderr}");
+    assert!(!env.local_branches(&repo).contains(&"limits/bad".to_owned()));
+}

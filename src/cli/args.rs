@@ -156,6 +156,13 @@ pub struct RunArgs {
     /// The container network (docker sandboxes; default: the engine's).
     #[arg(long)]
     pub network: Option<String>,
+    /// Memory the container may use, swap included: bytes or 512m, 4g
+    /// (default: half the machine's memory; 0: no limit).
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory: Option<u64>,
+    /// Processes and threads the container may run at once (default: 4096; 0: no limit).
+    #[arg(long, value_name = "N")]
+    pub pids_limit: Option<u64>,
     /// Run on this workspace (`slipway workspace create`): several mounts, each
     /// shared or isolated; the run's records live in the repository of the mount
     /// covering the workdir unless --repo says otherwise.
@@ -306,6 +313,13 @@ pub struct SandboxCreateArgs {
     /// The container network (default: the engine's).
     #[arg(long)]
     pub network: Option<String>,
+    /// Memory the container may use, swap included: bytes or 512m, 4g
+    /// (default: half the machine's memory; 0: no limit).
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory: Option<u64>,
+    /// Processes and threads the container may run at once (default: 4096; 0: no limit).
+    #[arg(long, value_name = "N")]
+    pub pids_limit: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -321,4 +335,8 @@ pub struct SandboxExecArgs {
 pub struct SandboxIdArgs {
     /// The sandbox id.
     pub id: String,
+}
+
+fn parse_memory(text: &str) -> Result<u64, String> {
+    slipway_core::run::Limits::parse_memory(text)
 }

@@ -27,7 +27,7 @@ use slipway_core::plan::worktree::{CreateInput, plan_create};
 use slipway_core::plan::{
     self, AgentInput, PlanError, RunInput, RunPlan, SandboxInput, TimeoutInput, WorkspaceInput,
 };
-use slipway_core::run::{self, Hooks, RunEvent, RunRequest, SandboxSpec};
+use slipway_core::run::{self, Hooks, Limits, RunEvent, RunRequest, SandboxSpec};
 use slipway_core::workspace::{SandboxKind, StrategyKind};
 use slipway_core::worktree::{self, WorktreeTarget};
 

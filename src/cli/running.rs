@@ -60,6 +60,10 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
             }),
             image: args.image,
             network: args.network,
+            limits: Limits {
+                memory_bytes: args.memory,
+                pids: args.pids_limit,
+            },
         },
         workspace: args.workspace.map(WorkspaceInput::Name),
         sources: BTreeMap::new(),

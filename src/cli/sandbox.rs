@@ -53,14 +53,20 @@ pub(super) fn sandbox_command(
     let err = |e: sandboxes::SandboxesError| CliError::new(e.kind(), e.to_string());
     match command {
         args::SandboxCommand::Create(a) => {
+            let limits = Limits {
+                memory_bytes: a.memory,
+                pids: a.pids_limit,
+            };
             let spec = match (a.sandbox, a.image) {
                 (SandboxArg::Docker, image) => SandboxSpec::Docker {
                     image,
                     network: a.network,
+                    limits,
                 },
                 (SandboxArg::DockerIsolated, image) => SandboxSpec::DockerIsolated {
                     image,
                     network: a.network,
+                    limits,
                 },
                 (SandboxArg::None, _) => {
                     return Err(CliError::new(

@@ -21,7 +21,7 @@ use crate::git::HostRepo;
 use crate::git::policy::{self, SourcePolicy};
 use crate::git::refname::validate_branch_name;
 use crate::run::workspace::{Isolation, WorkspacePlan};
-use crate::run::{Hooks, RunRequest, RunStrategy, SandboxSpec, Timeouts};
+use crate::run::{Hooks, Limits, RunRequest, RunStrategy, SandboxSpec, Timeouts};
 use crate::workspace::{RunDefaults, SandboxKind, StrategyKind, Workspace};
 pub use errors::{PlanError, prompt_kind};
 
@@ -64,6 +64,9 @@ pub struct SandboxInput {
     pub image: Option<String>,
     /// The container network.
     pub network: Option<String>,
+    /// Memory and process limits of docker sandboxes.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 impl From<SandboxSpec> for SandboxInput {
@@ -73,15 +76,25 @@ impl From<SandboxSpec> for SandboxInput {
                 kind: Some(SandboxKind::None),
                 ..SandboxInput::default()
             },
-            SandboxSpec::Docker { image, network } => SandboxInput {
+            SandboxSpec::Docker {
+                image,
+                network,
+                limits,
+            } => SandboxInput {
                 kind: Some(SandboxKind::Docker),
                 image: Some(image),
                 network,
+                limits,
             },
-            SandboxSpec::DockerIsolated { image, network } => SandboxInput {
+            SandboxSpec::DockerIsolated {
+                image,
+                network,
+                limits,
+            } => SandboxInput {
                 kind: Some(SandboxKind::DockerIsolated),
                 image: Some(image),
                 network,
+                limits,
             },
         }
     }
@@ -359,15 +372,22 @@ fn sandbox(input: &SandboxInput, defaults: &RunDefaults) -> Result<SandboxSpec, 
             .flatten()
     });
     let network = input.network.clone();
+    let limits = input.limits;
     // An empty image names nothing.
     let image = image.filter(|i| !i.trim().is_empty());
     match (kind, image) {
         (SandboxKind::None, None) => Ok(SandboxSpec::None),
         (SandboxKind::None, Some(_)) => Err(PlanError::ImageWithoutDocker),
-        (SandboxKind::Docker, Some(image)) => Ok(SandboxSpec::Docker { image, network }),
-        (SandboxKind::DockerIsolated, Some(image)) => {
-            Ok(SandboxSpec::DockerIsolated { image, network })
-        }
+        (SandboxKind::Docker, Some(image)) => Ok(SandboxSpec::Docker {
+            image,
+            network,
+            limits,
+        }),
+        (SandboxKind::DockerIsolated, Some(image)) => Ok(SandboxSpec::DockerIsolated {
+            image,
+            network,
+            limits,
+        }),
         (kind, None) => Err(PlanError::ImageNeeded(kind.name())),
     }
 }

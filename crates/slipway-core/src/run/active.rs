@@ -139,6 +139,7 @@ pub(crate) async fn docker_config(
     host: &HostRepo,
     image: &str,
     network: &Option<String>,
+    limits: &super::Limits,
     run_id: &str,
 ) -> Result<crate::sandbox::docker::DockerConfig, RunError> {
     use crate::sandbox::docker;
@@ -152,6 +153,7 @@ pub(crate) async fn docker_config(
     }
     let mut config = docker::DockerConfig::new(image.to_owned(), run_id);
     config.network = network.clone();
+    (config.memory_bytes, config.pids_limit) = limits.resolved();
     config.scope = Some(scope);
     // /tmp exists in every image and is the container's own; git setup inside
     // the sandbox uses a config file private to it.
@@ -223,8 +225,12 @@ pub(super) async fn start_sandbox(
     use crate::sandbox::{docker, isolated};
     match spec {
         SandboxSpec::None => Ok(ActiveSandbox::Host(HostSandbox)),
-        SandboxSpec::Docker { image, network } => {
-            let mut config = docker_config(host, image, network, run_id).await?;
+        SandboxSpec::Docker {
+            image,
+            network,
+            limits,
+        } => {
+            let mut config = docker_config(host, image, network, limits, run_id).await?;
             if let Some(mounts) = &place.workspace {
                 config.mounts = super::workspace::docker_mounts(mounts)?;
                 let sandbox = docker::DockerSandbox::start(config).await?;
@@ -242,7 +248,11 @@ pub(super) async fn start_sandbox(
             let sandbox = docker::DockerSandbox::start(config).await?;
             Ok(ActiveSandbox::Docker(Box::new(sandbox)))
         }
-        SandboxSpec::DockerIsolated { image, network } => {
+        SandboxSpec::DockerIsolated {
+            image,
+            network,
+            limits,
+        } => {
             if place.record.is_none() {
                 return Err(RunError::Invalid(
                     "the docker-isolated sandbox copies code in and out of a worktree; use the merge-to-head or branch strategy, not head".into(),
@@ -250,7 +260,7 @@ pub(super) async fn start_sandbox(
             }
             let (seed, base) =
                 isolated::build_seed(&place.cwd, &place.branch, &place.copied, None)?;
-            let config = docker_config(host, image, network, run_id).await?;
+            let config = docker_config(host, image, network, limits, run_id).await?;
             let sandbox =
                 isolated::IsolatedSandbox::start(config, &place.cwd, &place.branch, seed, base)
                     .await?;

@@ -68,14 +68,17 @@ pub enum SandboxSpec {
     /// A host process in the worktree.
     #[default]
     None,
-    /// A Docker container (Engine API) with the worktree and the repository's
-    /// git dir bind-mounted at their own paths, git control files read-only.
+    /// A Docker container (Engine API) with the worktree bind-mounted at its
+    /// own path and the run's private git dir beside it.
     Docker {
         /// The image; it must be on the engine already (nothing is pulled).
         image: String,
         /// Network mode; `None` is the engine's default.
         #[serde(default)]
         network: Option<String>,
+        /// Memory and process limits.
+        #[serde(default, skip_serializing_if = "Limits::is_default")]
+        limits: Limits,
     },
     /// A Docker container that sees no host path: code goes in as a git bundle
     /// plus files, commits and files come back. Works with a remote engine.
@@ -85,7 +88,82 @@ pub enum SandboxSpec {
         /// Network mode; `None` is the engine's default.
         #[serde(default)]
         network: Option<String>,
+        /// Memory and process limits.
+        #[serde(default, skip_serializing_if = "Limits::is_default")]
+        limits: Limits,
     },
+}
+
+/// What a container may take of the machine. Unset means the default: half
+/// the machine's memory (no swap beyond it) and 4096 processes; 0 means no
+/// limit at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Memory in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// Processes and threads at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+}
+
+/// The default process limit of a container.
+pub const DEFAULT_PIDS: u64 = 4096;
+
+impl Limits {
+    fn is_default(&self) -> bool {
+        *self == Limits::default()
+    }
+
+    /// The limits to apply, defaults filled in (`None`: no limit).
+    pub fn resolved(&self) -> (Option<i64>, Option<i64>) {
+        let memory = match self.memory_bytes {
+            Some(0) => None,
+            Some(bytes) => Some(bytes),
+            None => machine_memory().map(|m| m / 2),
+        };
+        let pids = match self.pids {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => Some(DEFAULT_PIDS),
+        };
+        let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        (memory.map(signed), pids.map(signed))
+    }
+
+    /// Parses a memory size: a number of bytes, or with `k`, `m`, `g` or `t`
+    /// (powers of 1024, as Docker reads them); `0` means no limit.
+    pub fn parse_memory(text: &str) -> Result<u64, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let t = t.strip_suffix('b').unwrap_or(&t);
+        let (digits, shift) = match t.chars().last() {
+            Some('k') => (&t[..t.len() - 1], 10),
+            Some('m') => (&t[..t.len() - 1], 20),
+            Some('g') => (&t[..t.len() - 1], 30),
+            Some('t') => (&t[..t.len() - 1], 40),
+            _ => (t, 0),
+        };
+        let n: u64 = digits.parse().map_err(|_| {
+            format!(
+                "'{text}' is not a memory size; give bytes or a size like 512m or 4g (0: no limit)"
+            )
+        })?;
+        n.checked_mul(1u64 << shift)
+            .ok_or_else(|| format!("'{text}' is larger than any machine's memory"))
+    }
+}
+
+/// The machine's physical memory in bytes.
+fn machine_memory() -> Option<u64> {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| (pages as u64).saturating_mul(size as u64))
 }
 
 /// Commands run before the agent.

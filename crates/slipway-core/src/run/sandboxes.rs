@@ -179,8 +179,12 @@ pub async fn create(
     let id = format!("sbx-{}", random_hex(4));
     let (container, synced) = match spec {
         SandboxSpec::None => return Err(SandboxesError::NotAContainer),
-        SandboxSpec::Docker { image, network } => {
-            let mut config = docker_config(host, image, network, &id).await?;
+        SandboxSpec::Docker {
+            image,
+            network,
+            limits,
+        } => {
+            let mut config = docker_config(host, image, network, limits, &id).await?;
             // The mounts name the private dir's host path, which stays for the
             // sandbox's life; every run in it resets what is in it.
             let git = super::private_git::RunGit::prepare(
@@ -198,10 +202,14 @@ pub async fn create(
             sandbox.make_persistent();
             (sandbox.container_id().to_owned(), None)
         }
-        SandboxSpec::DockerIsolated { image, network } => {
+        SandboxSpec::DockerIsolated {
+            image,
+            network,
+            limits,
+        } => {
             let (seed, base) =
                 build_seed(&record.path, &record.branch, &[], None).map_err(RunError::from)?;
-            let config = docker_config(host, image, network, &id).await?;
+            let config = docker_config(host, image, network, limits, &id).await?;
             let sandbox = IsolatedSandbox::start(config, &record.path, &record.branch, seed, base)
                 .await
                 .map_err(RunError::from)?;

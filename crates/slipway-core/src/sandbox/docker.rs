@@ -120,6 +120,10 @@ pub struct DockerConfig {
     pub workdir: Option<PathBuf>,
     /// Network mode (`none`, `bridge`, `host`, a network name); `None` is the engine's default.
     pub network: Option<String>,
+    /// Memory limit in bytes (swap included, so none beyond it); `None`: no limit.
+    pub memory_bytes: Option<i64>,
+    /// Most processes and threads at once; `None`: no limit.
+    pub pids_limit: Option<i64>,
     /// The run id, stored in the `slipway.run` label.
     pub run_id: String,
     /// Optional scope label (e.g. the repository's common git dir), so one
@@ -144,6 +148,8 @@ impl DockerConfig {
             env: Vec::new(),
             workdir: None,
             network: None,
+            memory_bytes: None,
+            pids_limit: None,
             run_id: run_id.into(),
             scope: None,
             user: host_user(),
@@ -362,6 +368,9 @@ impl DockerSandbox {
                 init: Some(init),
                 mounts: Some(mounts),
                 network_mode: config.network.clone(),
+                memory: config.memory_bytes,
+                memory_swap: config.memory_bytes,
+                pids_limit: config.pids_limit,
                 tmpfs: Some(HashMap::from([(
                     STATE_DIR.to_owned(),
                     "mode=1777,size=16m".to_owned(),
