@@ -326,6 +326,9 @@ fn containers_get_the_memory_and_process_limits_asked_for_and_bounded_defaults()
     );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("512m"), "the error says how to write a size: {stderr}");
+    assert!(
+        stderr.contains("512m"),
+        "the error says how to write a size: {stderr}"
+    );
     assert!(!env.local_branches(&repo).contains(&"limits/bad".to_owned()));
 }

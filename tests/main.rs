@@ -31,6 +31,7 @@ mod runs;
 mod snapshots;
 mod source_policy;
 mod strategies;
+mod user_keeps_working;
 mod workspace_files;
 mod workspace_launch;
 mod worktree_lifecycle;
