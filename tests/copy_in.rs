@@ -536,34 +536,6 @@ fn copy_in_merges_into_the_checkout_and_never_writes_through_its_symlinks() {
     assert_eq!(env.porcelain(&wt), "");
 }
 
-/// A tmpfs mounted at a path for the life of a test.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).expect("mount point");
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(at.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let unmounted = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-        if !unmounted.is_ok_and(|s| s.success()) {
-            eprintln!("could not unmount {}", self.0.display());
-        }
-    }
-}
-
 #[test]
 fn a_full_disk_fails_naming_the_file_and_the_cause() {
     let env = TestEnv::new();

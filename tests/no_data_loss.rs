@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::*;
 
@@ -400,4 +400,281 @@ fn merge_timeout_leaves_the_host_exactly_as_it_was_and_keeps_the_branch() {
     );
     assert_eq!(done["status"], "completed", "{done}");
     assert!(repo.join("agent.txt").exists());
+}
+
+/// A tmpfs for tests that need a full disk; fails (never skips) without root.
+fn small_disk(at: &Path, size: &str) -> Tmpfs {
+    Tmpfs::mount(at, size).unwrap_or_else(|| {
+        panic!(
+            "this test needs a small tmpfs: run it as root (CI does), where `mount -t tmpfs` works"
+        )
+    })
+}
+
+#[test]
+fn a_merge_that_fills_the_disk_puts_back_every_file_it_wrote() {
+    let env = TestEnv::new();
+    let disk = env.path().join("disk");
+    let _disk = small_disk(&disk, "24m");
+    let repo = env.new_repo("disk/repo");
+    env.commit_file(&repo, "kept.txt", "the host's\n", "kept");
+    // The big file packs small (so the import fits) but checks out at 6 MB;
+    // the agent then leaves 2 MB free, so the merge runs out of space midway.
+    let agent = env.script(
+        "fill-the-disk",
+        &format!(
+            "set -e\n\
+             for i in 1 2 3 4 5; do echo small$i > s$i.txt; done\n\
+             echo the agent\\'s > kept.txt\n\
+             yes 'a compressible line of text' | head -c 6000000 > big.txt\n\
+             for i in 6 7 8; do echo small$i > z$i.txt; done\n\
+             git add -A && git commit -qm agent\n\
+             free=$(df -k --output=avail {disk} | tail -1)\n\
+             head -c $(( (free - 2000) * 1024 )) /dev/zero > {disk}/filler\n",
+            disk = disk.display()
+        ),
+    );
+    let before = host_state(&env, &repo);
+    let index_before = std::fs::read(repo.join(".git/index")).expect("index");
+
+    let (result, err) =
+        env.slipway_fail(&repo, &run_args(&["--strategy", "merge-to-head"], &agent));
+
+    assert_eq!(err["kind"], "io", "{err}");
+    let message = s(&err, "message");
+    assert!(message.contains("No space left on device"), "{message}");
+    assert!(message.contains("put back"), "{message}");
+    assert_eq!(
+        host_state(&env, &repo),
+        before,
+        "no file the merge wrote, whole or partial, is left"
+    );
+    assert_eq!(
+        std::fs::read(repo.join(".git/index")).expect("index"),
+        index_before
+    );
+    assert!(!repo.join(".git/MERGE_HEAD").exists());
+    let branch = s(&result, "branch");
+    assert_eq!(
+        env.git(&repo, &["show", &format!("{branch}:kept.txt")]),
+        "the agent's",
+        "the work is kept on its branch"
+    );
+}
+
+/// A worktree whose record is made unreadable by `spoil`.
+fn spoiled_record(spoil: fn(&[u8]) -> Vec<u8>) {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let made = env.slipway_json(&repo, &["worktree", "create", "--branch", "spoiled"]);
+    let record = repo.join(format!(".slipway/state/{}.json", s(&made, "id")));
+    let good = std::fs::read(&record).expect("record");
+    std::fs::write(&record, spoil(&good)).expect("spoil the record");
+    let spoiled = std::fs::read(&record).expect("record");
+
+    let listed = env.slipway_json(&repo, &["worktree", "list"]);
+    let entry = listed["worktrees"]
+        .as_array()
+        .expect("worktrees")
+        .iter()
+        .find(|w| w["branch"] == "spoiled")
+        .unwrap_or_else(|| panic!("the worktree is still listed: {listed}"))
+        .clone();
+    assert_eq!(entry["health"], "corrupt", "{entry}");
+    assert!(s(&entry, "why").contains("cannot be read"), "{entry}");
+
+    for force in [false, true] {
+        let mut args = vec!["worktree", "close", "spoiled"];
+        if force {
+            args.push("--force");
+        }
+        let (_, err) = env.slipway_fail(&repo, &args);
+        assert_eq!(err["kind"], "corruptRecord", "{err}");
+    }
+    let (_, err) = env.slipway_fail(&repo, &["run", "--worktree", "spoiled", "--", "true"]);
+    assert_eq!(
+        err["kind"], "corruptRecord",
+        "a run does not start on a record it cannot read: {err}"
+    );
+    assert_eq!(
+        std::fs::read(&record).expect("record"),
+        spoiled,
+        "the record is left for the user to look at"
+    );
+    assert!(
+        Path::new(s(&made, "path")).join("README.md").exists(),
+        "the worktree stays"
+    );
+}
+
+#[test]
+fn a_truncated_record_is_corrupt_and_nothing_rewrites_or_removes_it() {
+    spoiled_record(|good| good[..good.len() / 2].to_vec());
+}
+
+#[test]
+fn a_garbage_record_is_corrupt_and_nothing_rewrites_or_removes_it() {
+    spoiled_record(|_| b"\x00\xffnot json at all{{".to_vec());
+}
+
+#[test]
+fn a_locked_worktree_is_kept_even_with_force_as_git_keeps_it() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let made = env.slipway_json(&repo, &["worktree", "create", "--branch", "locked"]);
+    let path = s(&made, "path").to_owned();
+    env.git(
+        &repo,
+        &["worktree", "lock", "--reason", "on a USB disk", &path],
+    );
+    // What git does: a single --force does not remove a locked worktree.
+    assert!(
+        !env.git_output(&repo, &["worktree", "remove", "--force", &path])
+            .status
+            .success()
+    );
+
+    let closed = env.slipway_json(&repo, &["worktree", "close", "locked", "--force"]);
+    assert_eq!(closed["outcome"], "preserved", "{closed}");
+    assert!(s(&closed, "reason").contains("on a USB disk"), "{closed}");
+    assert!(
+        closed["commands"]
+            .to_string()
+            .contains("git worktree unlock"),
+        "it says how to unlock: {closed}"
+    );
+    assert!(Path::new(&path).join("README.md").exists());
+    assert!(env.git(&repo, &["worktree", "list"]).contains(&path));
+}
+
+#[test]
+fn a_commit_on_no_ref_in_a_detached_worktree_survives_its_close() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let made = env.slipway_json(&repo, &["worktree", "create", "--branch", "detached"]);
+    let wt = PathBuf::from(s(&made, "path"));
+    env.git(&wt, &["switch", "-q", "--detach"]);
+    let lonely = env.commit_file(&wt, "lonely.txt", "on no branch\n", "lonely");
+
+    let closed = env.slipway_json(&repo, &["worktree", "close", "detached"]);
+    assert_eq!(closed["outcome"], "removed", "{closed}");
+    let kept = env.git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            "--contains",
+            &lonely,
+        ],
+    );
+    assert_eq!(kept, lonely, "a ref still holds the commit");
+    assert!(s(&closed, "keptCommit").contains(&lonely), "{closed}");
+    assert_eq!(
+        env.git(&repo, &["show", &format!("{lonely}:lonely.txt")]),
+        "on no branch"
+    );
+}
+
+#[test]
+fn a_worktree_git_forgot_keeps_its_files_even_with_force() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let made = env.slipway_json(&repo, &["worktree", "create", "--branch", "forgotten"]);
+    let wt = PathBuf::from(s(&made, "path"));
+    std::fs::write(wt.join("unsaved.txt"), "only copy\n").expect("file");
+    let admin = repo
+        .join(".git/worktrees")
+        .join(wt.file_name().expect("name"));
+    std::fs::remove_dir_all(&admin).expect("delete the admin dir");
+
+    let closed = env.slipway_json(&repo, &["worktree", "close", "forgotten", "--force"]);
+    assert_eq!(closed["outcome"], "preserved", "{closed}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("unsaved.txt")).expect("kept"),
+        "only copy\n"
+    );
+}
+
+#[test]
+fn force_never_deletes_a_repository_that_sits_where_the_worktree_was() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let made = env.slipway_json(&repo, &["worktree", "create", "--branch", "replaced"]);
+    let wt = s(&made, "path").to_owned();
+    env.git(&repo, &["worktree", "remove", "--force", &wt]);
+    let other = env.new_repo(&format!(
+        "repo/.slipway/worktrees/{}",
+        Path::new(&wt).file_name().expect("name").to_string_lossy()
+    ));
+    std::fs::write(other.join("precious.txt"), "someone else's\n").expect("file");
+
+    let closed = env.slipway_json(&repo, &["worktree", "close", "replaced", "--force"]);
+    assert_eq!(closed["outcome"], "preserved", "{closed}");
+    assert!(
+        s(&closed, "reason").contains("repository of its own"),
+        "{closed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(other.join("precious.txt")).expect("kept"),
+        "someone else's\n"
+    );
+    assert_eq!(
+        env.rev(&other, "HEAD").len(),
+        40,
+        "the other repository is whole"
+    );
+}
+
+/// Puts the host in the middle of rebasing `feature` (a conflict stops it).
+fn rebasing(env: &TestEnv, repo: &Path) {
+    env.git(repo, &["switch", "-q", "-c", "feature"]);
+    env.commit_file(repo, "README.md", "feature\n", "feature");
+    env.git(repo, &["switch", "-q", "main"]);
+    env.commit_file(repo, "README.md", "main\n", "main");
+    env.git(repo, &["switch", "-q", "feature"]);
+    assert!(
+        !env.git_output(repo, &["rebase", "main"]).status.success(),
+        "the rebase stops"
+    );
+}
+
+/// Puts the host in the middle of bisecting from `feature`.
+fn bisecting(env: &TestEnv, repo: &Path) {
+    env.git(repo, &["switch", "-q", "-c", "feature"]);
+    env.commit_file(repo, "a.txt", "1\n", "one");
+    env.commit_file(repo, "a.txt", "2\n", "two");
+    env.git(repo, &["bisect", "start", "feature", "main"]);
+}
+
+#[test]
+fn create_refuses_a_branch_being_rebased_or_bisected_as_git_does() {
+    for (what, busy) in [
+        ("rebased", rebasing as fn(&TestEnv, &Path)),
+        ("bisected", bisecting),
+    ] {
+        let env = TestEnv::new();
+        let repo = env.new_repo("repo");
+        busy(&env, &repo);
+        let elsewhere = env.path().join("git-would");
+        let git = env.git_output(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                elsewhere.to_str().expect("utf8"),
+                "feature",
+            ],
+        );
+        assert!(!git.status.success(), "git refuses a branch being {what}");
+
+        let (_, err) = env.slipway_fail(&repo, &["worktree", "create", "--branch", "feature"]);
+        assert_eq!(err["kind"], "branchCheckedOut", "{what}: {err}");
+        assert!(s(&err, "message").contains(what), "{what}: {err}");
+        let listed = env.slipway_json(&repo, &["worktree", "list"]);
+        assert_eq!(
+            listed["worktrees"],
+            serde_json::json!([]),
+            "nothing was made"
+        );
+    }
 }

@@ -293,3 +293,32 @@ pub fn commit_shas(result: &Value) -> Vec<String> {
         .map(|c| c["sha"].as_str().expect("sha").to_owned())
         .collect()
 }
+
+/// A tmpfs mounted at a path for the life of a test.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts one of `size` at `at`; `None` when mounting is not allowed (not root).
+    pub fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).expect("mount point");
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let unmounted = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+        if !unmounted.is_ok_and(|s| s.success()) {
+            eprintln!("could not unmount {}", self.0.display());
+        }
+    }
+}

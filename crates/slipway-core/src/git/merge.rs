@@ -83,6 +83,18 @@ pub enum MergeError {
         "'{target}' moved while '{branch}' was being merged into it; the merged files were put back and nothing changed; run the merge again, or: git merge {branch}"
     )]
     Raced { branch: String, target: String },
+    /// Writing the merged files failed part-way (a full disk, a lock): what
+    /// was written went back.
+    #[error("writing the files of '{branch}' into the host failed ({cause}); {}", if left.is_empty() {
+        format!("every file written was put back and nothing changed: free space (or remove the lock), then run: git merge {branch}")
+    } else {
+        format!("these paths could not be put back and need a look: {}; then run: git merge {branch}", left.join(", "))
+    })]
+    WriteFailed {
+        branch: String,
+        cause: String,
+        left: Vec<String>,
+    },
     /// The journal could not be written, so the merge did not start.
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
@@ -103,7 +115,7 @@ impl MergeError {
                 crate::error::ErrorKind::MergeConflict
             }
             MergeError::Timeout { .. } => crate::error::ErrorKind::MergeTimeout,
-            MergeError::Journal(_) => crate::error::ErrorKind::Io,
+            MergeError::Journal(_) | MergeError::WriteFailed { .. } => crate::error::ErrorKind::Io,
             MergeError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
@@ -327,7 +339,20 @@ fn in_the_way(host: &Repository, changes: &[Change]) -> Result<Vec<String>, git2
 /// are put back and nothing changed.
 pub fn apply(host: &Repository, plan: &MergePlan) -> Result<MergeOutcome, MergeError> {
     let new_tree = host.find_commit(plan.new)?.tree()?;
-    write_paths(host, &new_tree, &plan.paths, true)?;
+    if let Err(failed) = write_paths(host, &new_tree, &plan.paths, true) {
+        // A full disk or a lock mid-way: every planned path was clean a moment
+        // ago (the plan checked), so whatever is there now, a whole file or a
+        // partly written one, is the merge's own and goes back.
+        let left = match put_back(host, plan.ours, plan.new, Written::Now) {
+            Ok(left) => left,
+            Err(undo) => plan.paths.iter().map(|p| format!("{p} ({undo})")).collect(),
+        };
+        return Err(MergeError::WriteFailed {
+            branch: plan.branch.clone(),
+            cause: failed.message().to_owned(),
+            left,
+        });
+    }
     let message = if plan.fast_forward {
         format!("slipway: fast-forward to {}", plan.branch)
     } else {
@@ -409,6 +434,28 @@ pub fn recover(
     if now != Some(ours) {
         return Ok(Recovered::LeftAlone);
     }
+    let left = put_back(host, ours, new, Written::Earlier)?;
+    Ok(Recovered::Undone { left })
+}
+
+/// When the files being put back were written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// By this process, a moment ago: every changed path is the merge's.
+    Now,
+    /// Before a crash: a path that is neither old nor new may be the user's
+    /// since, and is left.
+    Earlier,
+}
+
+/// Puts every path the merge from `ours` to `new` changes back to what `ours`
+/// holds, files and index entries; returns the paths left as they are.
+fn put_back(
+    host: &Repository,
+    ours: Oid,
+    new: Oid,
+    when: Written,
+) -> Result<Vec<String>, git2::Error> {
     let old_tree = host.find_commit(ours)?.tree()?;
     let new_tree = host.find_commit(new)?.tree()?;
     let root = host
@@ -425,7 +472,7 @@ pub fn recover(
         if on_disk == old {
             continue;
         }
-        if on_disk == written {
+        if on_disk == written || when == Written::Now {
             restore.push(change.path);
         } else {
             left.push(change.path);
@@ -465,7 +512,7 @@ pub fn recover(
         }
     }
     index.write()?;
-    Ok(Recovered::Undone { left })
+    Ok(left)
 }
 
 /// An index entry for a tree entry, with no stat data (git reads the file

@@ -50,6 +50,9 @@ pub enum PlanError {
     /// The worktree selector matches nothing.
     #[error("no slipway worktree matches '{0}'")]
     WorktreeNotFound(String),
+    /// The worktree's record cannot be read.
+    #[error(transparent)]
+    Record(#[from] crate::worktree::RecordError),
     /// The long-lived sandbox does not exist.
     #[error("no sandbox '{0}' in this repository")]
     SandboxNotFound(String),
@@ -177,6 +180,7 @@ impl Failure for PlanError {
             | PlanError::EmptySignal => ErrorKind::InvalidParams,
             PlanError::InvalidBranch(_) => ErrorKind::InvalidBranchName,
             PlanError::WorktreeNotFound(_) => ErrorKind::WorktreeNotFound,
+            PlanError::Record(e) => e.kind(),
             PlanError::SandboxNotFound(_) => ErrorKind::UnknownSandbox,
             PlanError::Agent(e) => e.kind(),
             PlanError::Prompt(e) => prompt_kind(e),

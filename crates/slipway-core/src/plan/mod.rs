@@ -264,7 +264,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
     let strategy = strategy(&input, &defaults)?;
     let existing = match &input.worktree {
         Some(selector) => Some(
-            crate::worktree::find(&host, selector)
+            crate::worktree::find_readable(&host, selector)?
                 .ok_or_else(|| PlanError::WorktreeNotFound(selector.clone()))?,
         ),
         None => None,

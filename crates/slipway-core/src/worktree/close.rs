@@ -5,14 +5,7 @@ use super::*;
 /// Closes a worktree: dirty → preserved (unless `force`); clean → removed,
 /// and a temporary branch deleted unless it holds commits on no other branch.
 pub fn close(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, CloseError> {
-    if let Some(e) = WorktreeRecord::corrupt(&host.slipway_dir())
-        .into_iter()
-        .find(|(id, _)| id == selector || naming::dir_name(selector) == *id)
-        .map(|(_, e)| e)
-    {
-        return Err(CloseError::Record(e));
-    }
-    let Some(record) = find(host, selector) else {
+    let Some(record) = find_readable(host, selector).map_err(CloseError::Record)? else {
         return Err(CloseError::NotFound {
             selector: selector.to_owned(),
             known: WorktreeRecord::load_all(&host.slipway_dir())
@@ -89,15 +82,25 @@ pub fn close_locked(
             });
         }
         if let Some(why) = worktrees::lock_reason(repo, &record.id) {
+            // Even `--force` leaves a locked worktree: the lock is the user's
+            // own "keep this", as git's single `--force` respects it too.
+            let why = why.trim();
             let reason = if why.is_empty() {
-                "it is locked (`git worktree lock`); unlock it with `git worktree unlock` first"
+                "it is locked (`git worktree lock`); unlock it first, then close it again"
                     .to_owned()
             } else {
                 format!(
-                    "it is locked (`git worktree lock`: {why}); unlock it with `git worktree unlock` first"
+                    "it is locked (`git worktree lock`: {why}); unlock it first, then close it again"
                 )
             };
-            return Ok(preserved(&record, reason, Vec::new()));
+            let mut outcome = preserved(&record, reason, Vec::new());
+            if let CloseOutcome::Preserved { commands, .. } = &mut outcome {
+                *commands = vec![
+                    format!("cd {}", record.path.display()),
+                    format!("git worktree unlock {}", record.path.display()),
+                ];
+            }
+            return Ok(outcome);
         }
         let changed = worktrees::changed_paths_at(dir.path())?;
         if !changed.is_empty() && !force {

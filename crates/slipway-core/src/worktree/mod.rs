@@ -29,7 +29,7 @@ use crate::git::{HostRepo, canonical};
 use crate::util::{now_secs, random_hex};
 use copy::{CopyError, CopyReport, copy_into_worktree};
 use lock::{AdminLock, BranchLock, LockError};
-pub use record::{WorktreeRecord, WorktreeState, WorktreeStrategy};
+pub use record::{RecordError, WorktreeRecord, WorktreeState, WorktreeStrategy};
 
 /// Which branch a new worktree works on. There is no `head` here: `head`
 /// writes straight into the host checkout and has no worktree.
@@ -249,6 +249,22 @@ pub fn pid_alive(pid: u32) -> bool {
 }
 
 /// Finds a worktree record by id, path (the worktree or anything inside it) or branch name.
+/// Like [`find`], but a selector naming a record that cannot be read is that
+/// record's error, never "not found" (and never a rebuilt record).
+pub fn find_readable(
+    host: &HostRepo,
+    selector: &str,
+) -> Result<Option<WorktreeRecord>, record::RecordError> {
+    if let Some(e) = WorktreeRecord::corrupt(&host.slipway_dir())
+        .into_iter()
+        .find(|(id, _)| id == selector || naming::dir_name(selector) == *id)
+        .map(|(_, e)| e)
+    {
+        return Err(e);
+    }
+    Ok(find(host, selector))
+}
+
 pub fn find(host: &HostRepo, selector: &str) -> Option<WorktreeRecord> {
     let _ = reconcile(host);
     let records = WorktreeRecord::load_all(&host.slipway_dir());
