@@ -25,6 +25,8 @@ now_ns() { date +%s%N; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { awk -v ns="$1" 'BEGIN { printf "%.0f", ns / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# "lowest–highest" of the arguments (per-round ratios)
+spread() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%s–%s", lo, hi}'; }
 
 # Runs "$@", returns "first-line-ns total-ns" measured from the start.
 first_line_and_total() {
@@ -36,21 +38,28 @@ first_line_and_total() {
   echo "$((first - t0)) $(( $(now_ns) - t0 ))"
 }
 
-s_first=(); s_total=(); d_first=(); d_total=()
+s_first=(); s_total=(); d_first=(); d_total=(); r_first=(); r_total=()
 cd "$WORK/repo"
-for ((r = 0; r < ROUNDS; r++)); do
+slipway_round() {
   read -r f t < <(first_line_and_total "$SLIPWAY" run --sandbox docker --image "$IMAGE" --network none \
     --strategy head -- sh -c 'echo bench-first-line')
   s_first+=("$f"); s_total+=("$t")
+}
+docker_round() {
   read -r f t < <(first_line_and_total docker run --rm --network none "$IMAGE" sh -c 'echo bench-first-line')
   d_first+=("$f"); d_total+=("$t")
+}
+# Interleaved, and which goes first alternates, so a noisy moment hits both.
+for ((r = 0; r < ROUNDS; r++)); do
+  if ((r % 2 == 0)); then slipway_round; docker_round; else docker_round; slipway_round; fi
+  r_first+=("$(ratio "${s_first[-1]}" "${d_first[-1]}")"); r_total+=("$(ratio "${s_total[-1]}" "${d_total[-1]}")")
 done
 SF=$(median "${s_first[@]}"); ST=$(median "${s_total[@]}")
 DF=$(median "${d_first[@]}"); DT=$(median "${d_total[@]}")
 echo
-echo "median of $ROUNDS rounds, image $IMAGE, network none"
+echo "median of $ROUNDS interleaved rounds, image $IMAGE, network none"
 echo
 echo "| benchmark | slipway run --sandbox docker | docker run --rm | ratio |"
 echo "| --- | --- | --- | --- |"
-echo "| start to the agent's first output line | $(ms "$SF") ms | $(ms "$DF") ms | $(ratio "$SF" "$DF") |"
-echo "| whole command: start, one line, teardown | $(ms "$ST") ms | $(ms "$DT") ms | $(ratio "$ST" "$DT") |"
+echo "| start to the agent's first output line | $(ms "$SF") ms | $(ms "$DF") ms | $(ratio "$SF" "$DF") (rounds $(spread "${r_first[@]}")) |"
+echo "| whole command: start, one line, teardown | $(ms "$ST") ms | $(ms "$DT") ms | $(ratio "$ST" "$DT") (rounds $(spread "${r_total[@]}")) |"

@@ -291,11 +291,7 @@ pub fn copy_objects(
         .ok_or_else(|| git2::Error::from_str("the private objects folder is not a UTF-8 path"))?;
     private.add_disk_alternate(path)?;
 
-    // A handle of its own, so the in-memory pack backend never reaches the caller's.
-    let writer_repo = Repository::open(host.path())?;
-    let writer_odb = writer_repo.odb()?;
-    let mempack = writer_odb.add_new_mempack_backend(1000)?;
-    let mut queued = 0usize;
+    let mut pack = super::pack_out::PackOut::default();
     let mut written = 0usize;
     let mut seen: HashSet<Oid> = HashSet::new();
     let mut todo = vec![tip];
@@ -320,19 +316,11 @@ pub fn copy_objects(
             // One loose object: the pack would hold it in memory twice.
             host_odb.write(kind, data)?;
         } else {
-            writer_odb.write(kind, data)?;
-            queued += 1;
+            pack.push(kind, data)?;
         }
         written += 1;
     }
-    if queued > 0 {
-        let mut pack = git2::Buf::new();
-        mempack.dump(&writer_repo, &mut pack)?;
-        let mut packwriter = host_odb.packwriter()?;
-        std::io::Write::write_all(&mut packwriter, &pack)
-            .map_err(|e| git2::Error::from_str(&format!("cannot write the pack: {e}")))?;
-        packwriter.commit()?;
-    }
+    pack.write_into(&host_odb)?;
     host_odb.refresh()?;
     if !host_odb.exists(tip) {
         return Err(ImportError::Missing { id: tip });

@@ -13,6 +13,7 @@ pub mod clone;
 pub mod import;
 pub mod merge;
 pub mod pack_commits;
+pub mod pack_out;
 pub mod policy;
 pub mod private_dir;
 pub mod refname;
