@@ -419,3 +419,351 @@ fn runs_and_log_return_a_real_runs_data_and_follow_delivers_appended_text() {
         (Some(log.as_str()), Some(true))
     );
 }
+
+/// Everything of the host checkout a failed land must leave alone: HEAD,
+/// the branch tips, the index file's bytes, every working file's bytes
+/// (ignored ones included; `.slipway/` left out), and no MERGE_HEAD.
+fn host_state(repo: &Path) -> (String, Vec<u8>, BTreeMap<String, Vec<u8>>, bool) {
+    let head = std::fs::read_to_string(repo.join(".git/HEAD")).expect("HEAD");
+    let refs = std::process::Command::new("git")
+        .args(["for-each-ref", "--format=%(refname) %(objectname)"])
+        .current_dir(repo)
+        .output()
+        .expect("git");
+    let index = std::fs::read(repo.join(".git/index")).expect("index");
+    let mut files = BTreeMap::new();
+    let mut stack = vec![repo.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(repo)
+                .expect("inside")
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".git" || rel == ".slipway" {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(rel, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    (
+        head + &String::from_utf8_lossy(&refs.stdout),
+        index,
+        files,
+        repo.join(".git/MERGE_HEAD").exists(),
+    )
+}
+
+/// A repository on `main` and a `feature` worktree with two commits; with
+/// `diverge`, `main` gains a commit of its own meanwhile.
+fn land_fixture(
+    env: &TestEnv,
+    lsp: &mut Lsp,
+    strategy: &str,
+    diverge: bool,
+) -> (PathBuf, PathBuf, String) {
+    let repo = canon(&env.new_repo("repo"));
+    write(&repo, ".gitignore", "*.env\n");
+    write(&repo, "shared.txt", numbers(10, "shared"));
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "base"]);
+    let args = if strategy == "branch" {
+        json!({ "root": repo, "strategy": "branch", "branch": "feature" })
+    } else {
+        json!({ "root": repo, "strategy": "merge-to-head" })
+    };
+    let created = lsp.ok("slipway.createWorktree", args);
+    let wt = PathBuf::from(s(&created, "path"));
+    let branch = s(&created, "branch").to_owned();
+    env.commit_file(&wt, "f1.txt", "one\n", "feature: one");
+    env.commit_file(
+        &wt,
+        "shared.txt",
+        &(numbers(10, "shared") + "feature end\n"),
+        "feature: two",
+    );
+    if diverge {
+        env.commit_file(&repo, "host.txt", "host work\n", "host: meanwhile");
+    }
+    (repo, wt, branch)
+}
+
+/// A clone of the fixture with `feature` landed by the git CLI as `how` says.
+fn landed_by_git(env: &TestEnv, repo: &Path, how: &str) -> PathBuf {
+    let clone = env.path().join(format!("clone-{how}"));
+    env.git(
+        env.path(),
+        &[
+            "clone",
+            "-q",
+            repo.to_str().expect("utf8"),
+            clone.to_str().expect("utf8"),
+        ],
+    );
+    match how {
+        "merge" => {
+            env.git(
+                &clone,
+                &["merge", "-q", "--no-ff", "-m", "merge", "origin/feature"],
+            );
+        }
+        "ff" => {
+            env.git(&clone, &["merge", "-q", "--ff-only", "origin/feature"]);
+        }
+        "squash" => {
+            env.git(&clone, &["merge", "-q", "--squash", "origin/feature"]);
+            env.git(&clone, &["commit", "-q", "-m", "squash"]);
+        }
+        "rebase" => {
+            env.git(&clone, &["checkout", "-q", "-b", "f", "origin/feature"]);
+            env.git(&clone, &["rebase", "-q", "main"]);
+            env.git(&clone, &["checkout", "-q", "main"]);
+            env.git(&clone, &["merge", "-q", "--ff-only", "f"]);
+        }
+        other => panic!("{other}"),
+    }
+    clone
+}
+
+/// The history of `main` as trees and parent counts, newest first.
+fn shape(env: &TestEnv, dir: &Path) -> Vec<String> {
+    env.git(dir, &["log", "--topo-order", "--format=%T %P", "main"])
+        .lines()
+        .map(|l| {
+            let mut words = l.split(' ');
+            let tree = words.next().expect("tree").to_owned();
+            format!("{tree} parents={}", words.count())
+        })
+        .collect()
+}
+
+#[test]
+fn each_land_mode_makes_the_history_git_makes_and_updates_the_host_checkout() {
+    for (how, diverge, git_how, kind) in [
+        ("merge", true, "merge", "merge"),
+        ("merge", false, "ff", "fast-forward"),
+        ("squash", true, "squash", "squash"),
+        ("rebase", true, "rebase", "rebase"),
+    ] {
+        let env = TestEnv::new();
+        let mut lsp = Lsp::start(&env, None, false);
+        let (repo, _wt, _) = land_fixture(&env, &mut lsp, "branch", diverge);
+        let clone = landed_by_git(&env, &repo, git_how);
+        let before = env.rev(&repo, "main");
+        let landed = lsp.ok(
+            "slipway.land",
+            json!({ "root": repo, "worktree": "feature", "how": how }),
+        );
+        assert_eq!(landed["landed"], true, "{landed}");
+        assert_eq!(landed["into"], "main");
+        assert_eq!(landed["kind"], kind, "{how}: {landed}");
+        assert_eq!(s(&landed, "commit"), env.rev(&repo, "main"));
+        assert_ne!(before, env.rev(&repo, "main"));
+        similar_asserts::assert_eq!(shape(&env, &repo), shape(&env, &clone), "{how}");
+        // The host checkout follows: its files are main's, nothing is left uncommitted.
+        assert_eq!(env.porcelain(&repo), "", "{how}");
+        assert_eq!(
+            std::fs::read_to_string(repo.join("f1.txt")).expect("f1"),
+            "one\n"
+        );
+        assert_eq!(env.git(&repo, &["symbolic-ref", "HEAD"]), "refs/heads/main");
+        assert!(!repo.join(".git/MERGE_HEAD").exists());
+        // The work is home: discarding needs no force, and deletes the branch.
+        let gone = lsp.ok(
+            "slipway.discard",
+            json!({ "root": repo, "worktree": "feature" }),
+        );
+        assert_eq!(gone["removed"], true, "{how}: {gone}");
+        assert!(!env.local_branches(&repo).contains(&"feature".to_owned()));
+    }
+}
+
+#[test]
+fn landing_into_a_branch_that_is_not_checked_out_moves_only_its_ref() {
+    let env = TestEnv::new();
+    let mut lsp = Lsp::start(&env, None, false);
+    let (repo, _wt, _) = land_fixture(&env, &mut lsp, "branch", true);
+    env.git(&repo, &["branch", "release", "main~1"]);
+    write(&repo, "shared.txt", "the user's own edit\n");
+    let mut before = host_state(&repo);
+    let landed = lsp.ok(
+        "slipway.land",
+        json!({ "root": repo, "worktree": "feature", "how": "squash", "into": "release", "message": "Feature, squashed" }),
+    );
+    assert_eq!(landed["kind"], "squash");
+    assert_eq!(s(&landed, "commit"), env.rev(&repo, "release"));
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "release"]),
+        "Feature, squashed"
+    );
+    assert_eq!(
+        env.rev(&repo, "release^{tree}"),
+        env.rev(&repo, "feature^{tree}")
+    );
+    let after = host_state(&repo);
+    // Only the ref of release moved.
+    before.0 = before.0.replace(
+        &format!("refs/heads/release {}", env.rev(&repo, "main~1")),
+        &format!("refs/heads/release {}", env.rev(&repo, "release")),
+    );
+    assert_eq!(before, after);
+}
+
+#[test]
+fn every_failed_land_leaves_host_head_index_and_files_byte_identical() {
+    // A conflict, in every mode.
+    for how in ["merge", "squash", "rebase"] {
+        let env = TestEnv::new();
+        let mut lsp = Lsp::start(&env, None, false);
+        let (repo, _wt, _) = land_fixture(&env, &mut lsp, "branch", false);
+        env.commit_file(
+            &repo,
+            "shared.txt",
+            &(numbers(10, "shared") + "host end\n"),
+            "host: same line",
+        );
+        let before = host_state(&repo);
+        let e = lsp.err(
+            "slipway.land",
+            json!({ "root": repo, "worktree": "feature", "how": how }),
+        );
+        assert_eq!(kind(&e), "mergeConflict", "{how}: {e}");
+        assert_eq!(e["data"]["paths"], json!(["shared.txt"]), "{e}");
+        assert_eq!(host_state(&repo), before, "{how}");
+    }
+    // A modified file and an ignored file in the way (the branch adds it with `add -f`).
+    let env = TestEnv::new();
+    let mut lsp = Lsp::start(&env, None, false);
+    let (repo, wt, _) = land_fixture(&env, &mut lsp, "branch", true);
+    write(&repo, "shared.txt", "the user's own edit\n");
+    let before = host_state(&repo);
+    let e = lsp.err(
+        "slipway.land",
+        json!({ "root": repo, "worktree": "feature", "how": "merge" }),
+    );
+    assert_eq!(kind(&e), "hostDirty", "{e}");
+    assert_eq!(host_state(&repo), before);
+    env.git(&repo, &["checkout", "--", "shared.txt"]);
+    write(&wt, "secret.env", "the agent's\n");
+    env.git(&wt, &["add", "-f", "secret.env"]);
+    env.git(&wt, &["commit", "-q", "-m", "feature: an ignored file"]);
+    write(&repo, "secret.env", "the user's, ignored\n");
+    let before = host_state(&repo);
+    for how in ["merge", "squash", "rebase"] {
+        let e = lsp.err(
+            "slipway.land",
+            json!({ "root": repo, "worktree": "feature", "how": how }),
+        );
+        assert_eq!(kind(&e), "hostDirty", "{how}: {e}");
+        assert_eq!(e["data"]["paths"], json!(["secret.env"]), "{e}");
+        assert_eq!(host_state(&repo), before, "{how}");
+    }
+    // Uncommitted work in the worktree: commit first.
+    write(&wt, "draft.txt", "not committed\n");
+    let e = lsp.err(
+        "slipway.land",
+        json!({ "root": repo, "worktree": "feature", "how": "merge" }),
+    );
+    assert_eq!(kind(&e), "worktreeDirty", "{e}");
+    assert_eq!(host_state(&repo), before);
+    // A message with rebase is refused with a hint.
+    std::fs::remove_file(wt.join("draft.txt")).expect("rm");
+    let e = lsp.err(
+        "slipway.land",
+        json!({ "root": repo, "worktree": "feature", "how": "rebase", "message": "m" }),
+    );
+    assert_eq!(kind(&e), "invalidParams", "{e}");
+    assert_eq!(host_state(&repo), before);
+
+    // A merge-to-head worktree whose host switched branch.
+    let env = TestEnv::new();
+    let mut lsp = Lsp::start(&env, None, false);
+    let (repo, _wt, branch) = land_fixture(&env, &mut lsp, "merge-to-head", true);
+    env.git(&repo, &["switch", "-q", "-c", "elsewhere"]);
+    let before = host_state(&repo);
+    let e = lsp.err(
+        "slipway.land",
+        json!({ "root": repo, "worktree": branch, "how": "merge" }),
+    );
+    assert_eq!(kind(&e), "hostSwitched", "{e}");
+    assert_eq!(host_state(&repo), before);
+}
+
+#[test]
+fn discard_keeps_unique_commits_and_uncommitted_files_unless_forced() {
+    let env = TestEnv::new();
+    let mut lsp = Lsp::start(&env, None, false);
+    let (repo, wt, _) = land_fixture(&env, &mut lsp, "branch", false);
+    let tip = env.rev(&repo, "feature");
+    let kept = lsp.ok(
+        "slipway.discard",
+        json!({ "root": repo, "worktree": "feature" }),
+    );
+    assert_eq!(kept["removed"], false, "{kept}");
+    assert!(s(&kept, "reason").contains("2 commit(s)"), "{kept}");
+    assert!(wt.is_dir() && env.local_branches(&repo).contains(&"feature".to_owned()));
+    // Uncommitted files alone keep it too, even when every commit is elsewhere.
+    env.git(&repo, &["branch", "backup", "feature"]);
+    write(&wt, "draft.txt", "not committed\n");
+    let kept = lsp.ok(
+        "slipway.discard",
+        json!({ "root": repo, "worktree": "feature" }),
+    );
+    assert_eq!(kept["removed"], false, "{kept}");
+    assert_eq!(kept["changedPaths"], json!(["draft.txt"]));
+    assert_eq!(
+        std::fs::read_to_string(wt.join("draft.txt")).expect("kept"),
+        "not committed\n"
+    );
+    env.git(&repo, &["branch", "-D", "backup"]);
+    // The CLI twin refuses the same way, and with --force removes both.
+    let out = env.slipway_json(&repo, &["discard", "feature"]);
+    assert_eq!(out["outcome"], "preserved", "{out}");
+    let out = env.slipway_json(&repo, &["discard", "feature", "--force"]);
+    assert_eq!(out["outcome"], "removed", "{out}");
+    assert_eq!(out["branchDeleted"], true, "{out}");
+    assert!(s(&out, "discardedTip").contains(&tip), "{out}");
+    assert!(!wt.exists());
+    assert!(!env.local_branches(&repo).contains(&"feature".to_owned()));
+    let e = lsp.err(
+        "slipway.discard",
+        json!({ "root": repo, "worktree": "feature" }),
+    );
+    assert_eq!(kind(&e), "worktreeNotFound", "{e}");
+}
+
+#[test]
+fn the_cli_lands_with_text_and_json_and_errors_carry_hints() {
+    let env = TestEnv::new();
+    let mut lsp = Lsp::start(&env, None, false);
+    let (repo, _wt, _) = land_fixture(&env, &mut lsp, "branch", true);
+    let out = env.slipway(
+        &repo,
+        &["land", "feature", "--how", "rebase", "--message", "m"],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("drop --message M"), "{err}");
+    let (_, e) = env.slipway_fail(&repo, &["land", "nope", "--how", "merge"]);
+    assert_eq!(e["kind"], "worktreeNotFound");
+    let landed = env.slipway_json(
+        &repo,
+        &["land", "feature", "--how", "merge", "--message", "Land it"],
+    );
+    assert_eq!(landed["kind"], "merge", "{landed}");
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "main"]),
+        "Land it"
+    );
+    let again = env.slipway(&repo, &["land", "feature", "--how", "squash"]);
+    assert!(again.status.success());
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(text.contains("already there"), "{text}");
+    let init = &lsp.init["capabilities"]["experimental"]["slipway"]["landModes"];
+    assert_eq!(init, &json!(["merge", "squash", "rebase"]));
+}

@@ -240,6 +240,46 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Land(args) => {
+            use slipway_core::review::land::{self, LandHow};
+            let host = open(&cli.repo)?;
+            let request = land::LandRequest {
+                worktree: &args.worktree,
+                how: match args.how {
+                    args::HowArg::Merge => LandHow::Merge,
+                    args::HowArg::Squash => LandHow::Squash,
+                    args::HowArg::Rebase => LandHow::Rebase,
+                },
+                into: args.into.as_deref(),
+                message: args.message.as_deref(),
+                timeout: Duration::from_secs(args.timeout),
+            };
+            let landed = with_spinner(cli.json, format!("landing '{}'", args.worktree), || {
+                land::land(&host, &request)
+            })
+            .map_err(|e| CliError::from_failure(&e))?;
+            if cli.json {
+                print_json(&landed);
+            } else {
+                print!("{}", render::landed(&landed));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Discard(args) => {
+            let host = open(&cli.repo)?;
+            let outcome = with_spinner(
+                cli.json,
+                format!("discarding worktree '{}'", args.worktree),
+                || slipway_core::review::discard::discard(&host, &args.worktree, args.force),
+            )
+            .map_err(|e| CliError::from_failure(&e))?;
+            if cli.json {
+                print_json(&outcome);
+            } else {
+                print!("{}", render::closed(&outcome));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Diff(args) => {
             use slipway_core::review::diff;
             let host = open(&cli.repo)?;

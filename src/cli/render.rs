@@ -116,13 +116,14 @@ pub fn closed(outcome: &CloseOutcome) -> String {
             branch_deleted,
             branch_kept,
             kept_commit,
+            discarded_tip,
             ..
         } => {
             let _ = writeln!(out, "Removed worktree {}", path.display());
             if *branch_deleted {
-                let _ = writeln!(out, "  deleted temporary branch {branch}");
+                let _ = writeln!(out, "  deleted branch {branch}");
             }
-            for kept in branch_kept.iter().chain(kept_commit) {
+            for kept in branch_kept.iter().chain(kept_commit).chain(discarded_tip) {
                 let _ = writeln!(out, "  {kept}");
             }
         }
@@ -249,6 +250,29 @@ pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
         }
     }
     out
+}
+
+/// What a land did, for people.
+pub fn landed(l: &slipway_core::review::land::Landed) -> String {
+    use slipway_core::review::land::LandKind;
+    let what = match l.kind {
+        LandKind::FastForward => "fast-forwarded to",
+        LandKind::Merge => "merged as",
+        LandKind::Squash => "squashed as",
+        LandKind::Rebase => "rebased onto it, now at",
+        LandKind::UpToDate => "already there; it stays at",
+    };
+    let files = if l.checkout_updated {
+        " (the host checkout's files follow)"
+    } else {
+        ""
+    };
+    format!(
+        "Landed {} into {}: {what} {}{files}\n",
+        l.branch,
+        l.into,
+        short(&l.commit)
+    )
 }
 
 /// A worktree's change, one line a file: status, +added -removed, where

@@ -20,7 +20,7 @@ use slipway_core::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usa
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 13] = [
+pub const COMMANDS: [&str; 15] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -32,6 +32,8 @@ pub const COMMANDS: [&str; 13] = [
     "slipway.status",
     "slipway.workspaces",
     "slipway.diff",
+    "slipway.land",
+    "slipway.discard",
     "slipway.runs",
     "slipway.log",
 ];
@@ -201,6 +203,24 @@ pub struct DiffArgs {
     pub path: Option<String>,
 }
 
+/// `slipway.land`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LandArgs {
+    /// Repository.
+    pub root: PathBuf,
+    /// Id, path or branch.
+    pub worktree: String,
+    /// `merge`, `squash` or `rebase`.
+    pub how: slipway_core::review::land::LandHow,
+    /// The host branch to land in (default: the host's current branch).
+    pub into: Option<String>,
+    /// The merge or squash commit's message.
+    pub message: Option<String>,
+    /// How long working out the land may take before it stops unchanged (default 300).
+    pub timeout_secs: Option<u64>,
+}
+
 /// `slipway.log`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -328,6 +348,8 @@ fn field(field: Field) -> &'static str {
         Field::CompletionSignals => "`completionSignals`",
         Field::MergeTimeout => "`mergeTimeoutSecs`",
         Field::Workspace => "`workspace`",
+        Field::Into => "`into` (another local branch)",
+        Field::Message => "`message`",
     }
 }
 

@@ -316,6 +316,18 @@ impl LanguageServer for SlipwayServer {
                 let a = parse_args(&command, &args)?;
                 blocking(move || commands::diff(a)).await
             }
+            "slipway.land" => {
+                let a = parse_args(&command, &args)?;
+                let answer = blocking(move || commands::land(a)).await;
+                self.state.poke();
+                answer
+            }
+            "slipway.discard" => {
+                let a = parse_args(&command, &args)?;
+                let answer = blocking(move || commands::discard(a)).await;
+                self.state.poke();
+                answer
+            }
             "slipway.runs" => {
                 let a = parse_args(&command, &args)?;
                 blocking(move || commands::runs(a)).await

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Repository};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{find_record, known_list};
+use super::{NoSuchWorktree, find_record};
 use crate::error::{ErrorKind, Failure, Hint};
 use crate::git::HostRepo;
 
@@ -87,17 +87,9 @@ pub struct FileTexts {
 /// Why a diff could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
-    /// No worktree matches the selector.
-    #[error(
-        "no slipway worktree matches '{selector}'; known: {}",
-        known_list(known)
-    )]
-    NotFound {
-        /// What was asked for.
-        selector: String,
-        /// The worktrees there are.
-        known: Vec<String>,
-    },
+    /// No worktree matches.
+    #[error(transparent)]
+    NotFound(#[from] NoSuchWorktree),
     /// The path is absolute or leaves the worktree.
     #[error(
         "'{path}' is not a path inside the worktree (give it relative to the worktree root, without `..`)"
@@ -130,7 +122,7 @@ pub enum DiffError {
 impl Failure for DiffError {
     fn kind(&self) -> ErrorKind {
         match self {
-            DiffError::NotFound { .. } => ErrorKind::WorktreeNotFound,
+            DiffError::NotFound(e) => e.kind(),
             DiffError::BadPath { .. } => ErrorKind::InvalidParams,
             DiffError::NoBase { .. } => ErrorKind::UnknownRef,
             DiffError::Io { .. } => ErrorKind::Io,
@@ -139,16 +131,15 @@ impl Failure for DiffError {
     }
 
     fn data(&self) -> Map<String, Value> {
-        let mut data = Map::new();
-        if let DiffError::NotFound { known, .. } = self {
-            data.insert("known".into(), json!(known));
+        match self {
+            DiffError::NotFound(e) => e.data(),
+            _ => Map::new(),
         }
-        data
     }
 
     fn hints(&self) -> Vec<Hint> {
         match self {
-            DiffError::NotFound { .. } => vec![Hint::ListWorktrees],
+            DiffError::NotFound(e) => e.hints(),
             _ => Vec::new(),
         }
     }
@@ -163,10 +154,7 @@ struct Opened {
 }
 
 fn open(host: &HostRepo, selector: &str) -> Result<Opened, DiffError> {
-    let record = find_record(host, selector).map_err(|known| DiffError::NotFound {
-        selector: selector.to_owned(),
-        known,
-    })?;
+    let record = find_record(host, selector)?;
     let no_base = || DiffError::NoBase {
         id: record.id.clone(),
         base: record.base_commit.clone(),
