@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(15);
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 10] = [
+const DESIGN_COMMANDS: [&str; 15] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -28,6 +28,11 @@ const DESIGN_COMMANDS: [&str; 10] = [
     "slipway.close",
     "slipway.status",
     "slipway.workspaces",
+    "slipway.diff",
+    "slipway.land",
+    "slipway.discard",
+    "slipway.runs",
+    "slipway.log",
 ];
 
 fn canon(p: &Path) -> PathBuf {
@@ -778,10 +783,7 @@ fn initialize_advertises_the_names_the_server_accepts() {
         list("policies"),
         ["host_head", "current_branch", "default", "named", "ask"]
     );
-    assert!(
-        list("landModes").is_empty(),
-        "there is no land command yet: {names}"
-    );
+    assert_eq!(list("landModes"), ["merge", "squash", "rebase"]);
     let agents = list("agents");
     assert!(
         agents.len() >= 7 && agents.contains(&"claude-code".to_owned()),

@@ -34,7 +34,14 @@ pub enum Command {
     /// Serve the editor sidecar protocol (JSON-RPC, LSP framing) on stdin/stdout.
     Lsp(LspArgs),
     /// Print a run's log; with --follow, keep printing until the run ends.
+    #[command(alias = "log")]
     Logs(LogsArgs),
+    /// What a worktree holds against its base, committed and uncommitted.
+    Diff(DiffArgs),
+    /// Bring a worktree's branch into a host branch (merge, squash or rebase), all or nothing.
+    Land(LandArgs),
+    /// Remove a worktree and its branch; uncommitted files or unique commits need --force.
+    Discard(CloseArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
     /// Docker images for the docker sandboxes.
@@ -251,6 +258,43 @@ pub struct LspArgs {
     /// Accepted and ignored: language clients add it; stdio is the only transport.
     #[arg(long, hide = true)]
     pub stdio: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The worktree: its id, its path or its branch.
+    pub worktree: String,
+    /// One file (relative to the worktree root): its unified diff against the base.
+    #[arg(long, value_name = "P")]
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    /// The worktree: its id, its path or its branch.
+    pub worktree: String,
+    /// merge (fast-forward when possible), squash (one commit) or rebase (commits replayed).
+    #[arg(long, value_enum)]
+    pub how: HowArg,
+    /// The host branch to land in; default: the host's current branch.
+    #[arg(long, value_name = "B")]
+    pub into: Option<String>,
+    /// The merge or squash commit's message.
+    #[arg(long, value_name = "M")]
+    pub message: Option<String>,
+    /// Stop, unchanged, when working out the land takes longer (seconds).
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HowArg {
+    /// A merge commit, or a fast-forward when the target has not moved.
+    Merge,
+    /// One commit with the branch's whole change.
+    Squash,
+    /// The branch's commits replayed on top.
+    Rebase,
 }
 
 #[derive(Debug, Args)]

@@ -99,6 +99,8 @@ fn flag(field: Field) -> &'static str {
         Field::CompletionSignals => "--completion-signal S",
         Field::MergeTimeout => "--merge-timeout SECS",
         Field::Workspace => "--workspace NAME",
+        Field::Into => "--into BRANCH (another local branch)",
+        Field::Message => "--message M",
     }
 }
 

@@ -116,13 +116,14 @@ pub fn closed(outcome: &CloseOutcome) -> String {
             branch_deleted,
             branch_kept,
             kept_commit,
+            discarded_tip,
             ..
         } => {
             let _ = writeln!(out, "Removed worktree {}", path.display());
             if *branch_deleted {
-                let _ = writeln!(out, "  deleted temporary branch {branch}");
+                let _ = writeln!(out, "  deleted branch {branch}");
             }
-            for kept in branch_kept.iter().chain(kept_commit) {
+            for kept in branch_kept.iter().chain(kept_commit).chain(discarded_tip) {
                 let _ = writeln!(out, "  {kept}");
             }
         }
@@ -226,29 +227,91 @@ pub fn run_result(r: &RunResult) -> String {
     out
 }
 
-pub fn runs(records: &[slipway_core::run::record::RunRecord]) -> String {
-    use slipway_core::run::record::RunState;
-    if records.is_empty() {
+pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
+    if runs.is_empty() {
         return "No runs.\n".to_owned();
     }
     let mut out = String::new();
-    for r in records {
-        let status = match (&r.state, &r.result) {
-            (RunState::Running, _) => format!("running (pid {})", r.pid),
-            (RunState::Finished, Some(result)) => format!("{:?}", result.status).to_lowercase(),
-            (RunState::Finished, None) => "finished".to_owned(),
-        };
+    for r in runs {
         let _ = writeln!(
             out,
-            "{}  {}  {}  {}",
+            "{}  {}  {}  {}  {}",
             r.run_id,
-            status,
+            r.status,
+            r.agent.as_deref().unwrap_or("-"),
             r.branch.as_deref().unwrap_or("-"),
             r.worktree_path
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         );
+        if let Some(line) = &r.last_line {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    out
+}
+
+/// What a land did, for people.
+pub fn landed(l: &slipway_core::review::land::Landed) -> String {
+    use slipway_core::review::land::LandKind;
+    let what = match l.kind {
+        LandKind::FastForward => "fast-forwarded to",
+        LandKind::Merge => "merged as",
+        LandKind::Squash => "squashed as",
+        LandKind::Rebase => "rebased onto it, now at",
+        LandKind::UpToDate => "already there; it stays at",
+    };
+    let files = if l.checkout_updated {
+        " (the host checkout's files follow)"
+    } else {
+        ""
+    };
+    format!(
+        "Landed {} into {}: {what} {}{files}\n",
+        l.branch,
+        l.into,
+        short(&l.commit)
+    )
+}
+
+/// A worktree's change, one line a file: status, +added -removed, where
+/// the change is (committed, uncommitted or both), the path.
+pub fn diff(d: &slipway_core::review::diff::WorktreeDiff) -> String {
+    use slipway_core::review::diff::FileStatus;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}..{} (and uncommitted files)",
+        short(&d.base),
+        short(&d.head)
+    );
+    if d.files.is_empty() {
+        let _ = writeln!(out, "  no changes");
+    }
+    for f in &d.files {
+        let letter = match f.status {
+            FileStatus::Added => 'A',
+            FileStatus::Modified => 'M',
+            FileStatus::Deleted => 'D',
+            FileStatus::Renamed => 'R',
+        };
+        let counts = if f.binary {
+            "binary".to_owned()
+        } else {
+            format!("+{} -{}", f.additions, f.deletions)
+        };
+        let place = match (f.committed, f.uncommitted) {
+            (true, true) => "committed+uncommitted",
+            (true, false) => "committed",
+            (false, true) => "uncommitted",
+            (false, false) => "",
+        };
+        let path = match &f.old_path {
+            Some(old) => format!("{old} -> {}", f.path),
+            None => f.path.clone(),
+        };
+        let _ = writeln!(out, "{letter} {counts:>12}  {place:<21}  {path}");
     }
     out
 }

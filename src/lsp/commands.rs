@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
-    self, CancelArgs, CloseArgs, CreateArgs, ResolveArgs, RootArgs, RunArgs, error, failure,
+    self, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs, RootArgs, RunArgs,
+    error, failure,
 };
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
@@ -124,7 +125,36 @@ pub fn close(args: CloseArgs) -> Answer {
     let host = open(&args.root)?;
     let outcome = worktree::close(&host, &args.worktree, args.force)
         .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
-    Ok(match outcome {
+    Ok(close_answer(outcome))
+}
+
+/// `slipway.discard`: answered as `slipway.close` is.
+pub fn discard(args: CloseArgs) -> Answer {
+    let host = open(&args.root)?;
+    let outcome = slipway_core::review::discard::discard(&host, &args.worktree, args.force)
+        .map_err(|e| failure(&e))?;
+    Ok(close_answer(outcome))
+}
+
+/// `slipway.land`.
+pub fn land(args: LandArgs) -> Answer {
+    use slipway_core::review::land;
+    let host = open(&args.root)?;
+    let request = land::LandRequest {
+        worktree: &args.worktree,
+        how: args.how,
+        into: args.into.as_deref(),
+        message: args.message.as_deref(),
+        timeout: std::time::Duration::from_secs(args.timeout_secs.unwrap_or(300)),
+    };
+    land::land(&host, &request)
+        .map(|l| to_value(&l))
+        .map_err(|e| failure(&e))
+}
+
+/// A close (or discard) outcome as the protocol answers it.
+fn close_answer(outcome: CloseOutcome) -> Value {
+    match outcome {
         CloseOutcome::Removed {
             id,
             path,
@@ -132,10 +162,11 @@ pub fn close(args: CloseArgs) -> Answer {
             branch_deleted,
             branch_kept,
             kept_commit,
+            discarded_tip,
         } => json!({
             "removed": true, "id": id, "path": path, "branch": branch,
             "branchDeleted": branch_deleted, "branchKept": branch_kept,
-            "keptCommit": kept_commit,
+            "keptCommit": kept_commit, "discardedTip": discarded_tip,
         }),
         CloseOutcome::Preserved {
             id,
@@ -148,7 +179,42 @@ pub fn close(args: CloseArgs) -> Answer {
             "removed": false, "id": id, "preservedPath": preserved_path, "branch": branch,
             "reason": reason, "changedPaths": changed_paths, "commands": commands,
         }),
-    })
+    }
+}
+
+/// `slipway.diff`: the whole change, or one file's two texts.
+pub fn diff(args: DiffArgs) -> Answer {
+    use slipway_core::review::diff;
+    let host = open(&args.root)?;
+    match &args.path {
+        Some(path) => diff::file_texts(&host, &args.worktree, path).map(|t| to_value(&t)),
+        None => diff::diff(&host, &args.worktree).map(|d| to_value(&d)),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// `slipway.runs`.
+pub fn runs(args: RootArgs) -> Answer {
+    let host = open(&args.root)?;
+    Ok(json!({ "runs": run::listing::runs(&host) }))
+}
+
+/// `slipway.log`: the first repository of `roots` that knows the run reads
+/// its log from `from`; the answer and that repository's root.
+pub fn log(roots: &[PathBuf], run_id: &str, from: u64) -> Result<(Value, PathBuf), jsonrpc::Error> {
+    for root in roots {
+        let Ok(host) = HostRepo::open(root) else {
+            continue;
+        };
+        if !run::log_read::known(&host, run_id) {
+            continue;
+        }
+        let chunk = run::log_read::read(&host, run_id, from).map_err(|e| failure(&e))?;
+        return Ok((to_value(&chunk), host.root().to_path_buf()));
+    }
+    Err(failure(&run::log_read::LogError::UnknownRun {
+        run_id: run_id.to_owned(),
+    }))
 }
 
 /// `slipway.cancel`.

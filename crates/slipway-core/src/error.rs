@@ -92,6 +92,8 @@ kinds! {
     MergeConflict = "mergeConflict",
     /// The merge back ran out of time before changing the host.
     MergeTimeout = "mergeTimeout",
+    /// A worktree with uncommitted changes where only commits can be used (a land).
+    WorktreeDirty = "worktreeDirty",
     /// The host switched branches while the merge back was being prepared.
     HostSwitched = "hostSwitched",
     /// The host repository is in the middle of another git operation.
@@ -227,6 +229,10 @@ pub enum Field {
     MergeTimeout,
     /// A workspace.
     Workspace,
+    /// The branch to land in.
+    Into,
+    /// A land's commit message.
+    Message,
 }
 
 /// What the user can do about an error, worded by each edge.

@@ -560,7 +560,7 @@ pub struct Vocabularies {
     pub policies: Vec<&'static str>,
     /// Strategies.
     pub strategies: Vec<&'static str>,
-    /// How a worktree's branch can be landed (none yet: there is no land command).
+    /// How a worktree's branch can be landed (`slipway.land`'s `how`).
     pub land_modes: Vec<&'static str>,
 }
 
@@ -582,6 +582,9 @@ pub fn vocabularies() -> Vocabularies {
         .map(SourcePolicy::name)
         .collect(),
         strategies: StrategyKind::ALL.iter().map(|k| k.name()).collect(),
-        land_modes: Vec::new(),
+        land_modes: crate::review::land::LandHow::ALL
+            .iter()
+            .map(|h| h.name())
+            .collect(),
     }
 }

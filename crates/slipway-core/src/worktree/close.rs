@@ -164,5 +164,6 @@ pub fn close_locked(
         branch_deleted,
         branch_kept,
         kept_commit,
+        discarded_tip: None,
     })
 }

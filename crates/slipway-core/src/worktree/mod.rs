@@ -299,6 +299,10 @@ pub enum CloseOutcome {
         /// Where a commit only the worktree's detached HEAD held was kept.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         kept_commit: Option<String>,
+        /// A discard that deleted commits no other ref held: where the branch
+        /// was, and how to bring it back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        discarded_tip: Option<String>,
     },
     /// The worktree has uncommitted changes and was kept.
     Preserved {
