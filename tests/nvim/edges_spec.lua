@@ -234,7 +234,7 @@ H.test('a branch in use names the run holding it, not a pid and an epoch time', 
   ok = H.slipway('run', { strategy = 'branch', branch = 'lk', source = 'host_head', prompt = 'again' })
   H.ok(not ok, 'the second run is refused')
   local note = H.wait_note("branch 'lk' is in use")
-  H.contains(note.line, first.runId, 'names the run')
+  H.contains(note.line, first.runId .. ' (command)', 'names the run and its agent')
   H.not_contains(note.line, 'process', 'no process id')
   H.ok(not note.line:gsub(vim.pesc(first.runId), ''):find('%d%d%d%d%d%d%d%d%d%d'), 'no epoch time: ' .. note.line)
   H.ok(note.line:find('since %d%d:%d%d:%d%d'), 'a clock time: ' .. note.line)

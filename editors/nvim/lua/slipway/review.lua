@@ -101,8 +101,10 @@ local function scratch(name, lines, filetype)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
-  if filetype and filetype ~= '' then
-    vim.bo[buf].filetype = filetype
+  if filetype and filetype ~= '' and vim.bo[buf].filetype ~= filetype then
+    pcall(function()
+      vim.bo[buf].filetype = filetype
+    end)
   end
   return buf
 end
@@ -175,7 +177,11 @@ function M.show(s, index)
   if f.status == 'deleted' then
     vim.api.nvim_win_set_buf(keep, scratch(('slipway://%s/deleted/%s'):format(branch, f.path), {}, ft))
   else
-    vim.cmd('edit ' .. vim.fn.fnameescape(file))
+    -- A filetype plugin that fails (a missing parser) must not end the review.
+    local edited, err = pcall(vim.cmd, 'edit ' .. vim.fn.fnameescape(file))
+    if not edited and vim.fn.bufnr(file) == -1 then
+      async.fail(tostring(err))
+    end
   end
   local right = vim.api.nvim_get_current_win()
   vim.fn.setqflist({}, 'a', { idx = index })
@@ -184,7 +190,15 @@ function M.show(s, index)
     return
   end
   local base_name = ('slipway://%s@base/%s'):format(branch, str(f.oldPath) or f.path)
-  local base = scratch(base_name, lines_of(texts.baseText), ft)
+  local base_lines = lines_of(texts.baseText)
+  -- The filetype of the worktree's file (detected as it was opened), else from the name and text.
+  local right_ft = vim.bo[vim.api.nvim_win_get_buf(right)].filetype
+  if right_ft ~= '' then
+    ft = right_ft
+  elseif ft == '' then
+    ft = vim.filetype.match({ filename = f.path, contents = base_lines }) or ''
+  end
+  local base = scratch(base_name, base_lines, ft)
   vim.b[base].slipway_review = { worktree = s.worktree.id, path = f.path, side = 'base' }
   map_keys(s, base)
   vim.cmd('leftabove vsplit')
