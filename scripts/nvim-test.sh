@@ -98,29 +98,41 @@ for spec in tests/nvim/*_spec.lua; do
   fi
   specs+=("$spec")
 done
-if [ ${#specs[@]} = 0 ]; then
+tmux_wanted=1
+if [ $# -gt 0 ]; then
+  tmux_wanted=0
+  for word in "$@"; do
+    case tmux in *"$word"*) tmux_wanted=1 ;; esac
+  done
+fi
+if [ ${#specs[@]} = 0 ] && [ $tmux_wanted = 0 ]; then
   say "nvim-test: no spec matches: $*"
   exit 1
 fi
 
-for spec in "${specs[@]}"; do
+# A temp HOME, XDG dirs and global git config under $1 (exported in a subshell).
+hermetic_env() {
+  local home=$1/home
+  mkdir -p "$home/.config" "$home/.local/share" "$home/.local/state" "$home/.cache" "$1/work"
+  printf '[user]\n\tname = Slipway Test\n\temail = test@slipway.invalid\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol "file"]\n\tallow = always\n' >"$home/.gitconfig"
+  unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE NVIM NVIM_APPNAME VIMINIT MYVIMRC NVIM_LOG_FILE
+  export HOME=$home
+  export XDG_CONFIG_HOME=$home/.config XDG_DATA_HOME=$home/.local/share
+  export XDG_STATE_HOME=$home/.local/state XDG_CACHE_HOME=$home/.cache
+  export GIT_CONFIG_GLOBAL=$home/.gitconfig GIT_CONFIG_NOSYSTEM=1
+  export GIT_AUTHOR_NAME="Slipway Test" GIT_AUTHOR_EMAIL=test@slipway.invalid
+  export GIT_COMMITTER_NAME="Slipway Test" GIT_COMMITTER_EMAIL=test@slipway.invalid
+  export GIT_TERMINAL_PROMPT=0 LC_ALL=C SLIPWAY_LOG=warn
+}
+
+for spec in "${specs[@]+"${specs[@]}"}"; do
   name=$(basename "$spec" .lua)
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/slipway-nvim-XXXXXX")
   tmp=$(cd "$tmp" && pwd -P)
-  home=$tmp/home
-  mkdir -p "$home/.config" "$home/.local/share" "$home/.local/state" "$home/.cache" "$tmp/work"
-  printf '[user]\n\tname = Slipway Test\n\temail = test@slipway.invalid\n[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol "file"]\n\tallow = always\n' >"$home/.gitconfig"
   results=$tmp/results.txt
   : >"$results"
   (
-    unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE NVIM NVIM_APPNAME VIMINIT MYVIMRC NVIM_LOG_FILE
-    export HOME=$home
-    export XDG_CONFIG_HOME=$home/.config XDG_DATA_HOME=$home/.local/share
-    export XDG_STATE_HOME=$home/.local/state XDG_CACHE_HOME=$home/.cache
-    export GIT_CONFIG_GLOBAL=$home/.gitconfig GIT_CONFIG_NOSYSTEM=1
-    export GIT_AUTHOR_NAME="Slipway Test" GIT_AUTHOR_EMAIL=test@slipway.invalid
-    export GIT_COMMITTER_NAME="Slipway Test" GIT_COMMITTER_EMAIL=test@slipway.invalid
-    export GIT_TERMINAL_PROMPT=0 LC_ALL=C SLIPWAY_LOG=warn
+    hermetic_env "$tmp"
     export SLIPWAY_BIN SLIPWAY_TEST_TMP=$tmp/work SLIPWAY_TEST_RESULTS=$results
     cd "$tmp/work"
     exec timeout 600 "$NVIM_BIN" --headless -u "$ROOT/tests/minimal_init.lua" -i NONE \
@@ -152,6 +164,26 @@ for spec in "${specs[@]}"; do
     rm -rf "$tmp" 2>/dev/null || { sleep 1; rm -rf "$tmp" 2>/dev/null || true; }
   fi
 done
+
+# A real Neovim in tmux (tests/nvim/tmux_review.sh): with every spec, or when a word matches "tmux".
+if [ $tmux_wanted = 1 ]; then
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/slipway-nvim-XXXXXX")
+  tmp=$(cd "$tmp" && pwd -P)
+  out=$(
+    hermetic_env "$tmp"
+    export TMPDIR=$tmp/work NVIM_BIN SLIPWAY_BIN ROOT
+    timeout 180 bash tests/nvim/tmux_review.sh 2>&1
+  )
+  code=$?
+  printf '%s\n' "$out"
+  passed=$((passed + $(printf '%s\n' "$out" | grep -c '^ok - ')))
+  failed=$((failed + $(printf '%s\n' "$out" | grep -c '^FAIL - ')))
+  if [ $code != 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL - '; then
+    say "FAIL - tmux: the test ended with exit $code"
+    failed=$((failed + 1))
+  fi
+  rm -rf "$tmp" 2>/dev/null || true
+fi
 
 say "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -25,7 +25,8 @@ H.test('a dirty preserved worktree shows in vim.diagnostic.get() until closed wi
   H.contains(warning.msg, '2 uncommitted paths would be lost', 'the count')
   H.contains(warning.msg, 'README.md', 'the modified file')
   H.contains(warning.msg, 'scratch.txt', 'the untracked file')
-  H.contains(warning.msg, 'git worktree remove --force', 'how to discard')
+  H.contains(warning.msg, ':Slipway close ' .. created.path, 'how to discard, in editor terms')
+  H.not_contains(warning.msg, 'git worktree remove', 'no git command to discard')
   H.ok(warning.seq < kept.seq, 'shown before the answer')
   local offer = H.picker('slipway.close')
   H.contains(offer.items[2], 'Force close: discard 2 uncommitted paths', 'force is offered with the count')
@@ -51,6 +52,8 @@ H.test('a dirty preserved worktree shows in vim.diagnostic.get() until closed wi
     H.eq(d.code, 'dirty-preserved-worktree', 'code')
     H.eq(d.severity, vim.diagnostic.severity.WARN, 'severity')
     H.contains(d.message, wt, 'the message names the worktree')
+    H.contains(d.message, 'discard: :Slipway close diag/dirty', 'the message says how, in editor terms')
+    H.not_contains(d.message, 'git worktree remove', 'no git command in the message')
     files[#files + 1] = vim.api.nvim_buf_get_name(d.bufnr)
   end
   table.sort(files)

@@ -81,7 +81,9 @@ end
 
 -- Notifications ------------------------------------------------------------
 
----@type { msg: string, level: integer, seq: integer }[]
+--- Every notification: `msg` is the whole text (`opts.details` of the
+--- plugin's `vim.notify` calls), `line` what was shown.
+---@type { msg: string, line: string, level: integer, seq: integer }[]
 H.notes = {}
 --- Everything the UI did, in order: notifications, pickers, inputs.
 ---@type string[]
@@ -89,9 +91,21 @@ H.events = {}
 
 local real_notify = vim.notify
 
-local function capture_notify(msg, level)
-  H.notes[#H.notes + 1] = { msg = tostring(msg), level = level or vim.log.levels.INFO, seq = #H.events + 1 }
-  H.events[#H.events + 1] = 'notify: ' .. tostring(msg)
+local function capture_notify(msg, level, opts)
+  local full = type(opts) == 'table' and type(opts.details) == 'string' and opts.details or tostring(msg)
+  H.notes[#H.notes + 1] =
+    { msg = full, line = tostring(msg), level = level or vim.log.levels.INFO, seq = #H.events + 1 }
+  H.events[#H.events + 1] = 'notify: ' .. full
+end
+
+--- Fails when a notification was shown on more than one line or wider than an
+--- echo without a hit-enter prompt.
+function H.notes_one_line()
+  for _, n in ipairs(H.notes) do
+    if n.line:find('\n', 1, true) or vim.fn.strdisplaywidth(n.line) >= math.max(vim.v.echospace, 40) then
+      error('a notification that is not one short line: ' .. vim.inspect(n.line), 2)
+    end
+  end
 end
 
 --- The first notification (after index `from`) containing `needle`.
@@ -210,6 +224,7 @@ end
 
 --- Fails when a scripted answer was left unused or a picker went unanswered.
 function H.ui_done()
+  H.notes_one_line()
   if #H.ui_errors > 0 then
     error('scripted UI: ' .. table.concat(H.ui_errors, '\n'), 2)
   end
@@ -450,6 +465,8 @@ end
 --- Runs every test of `spec`, writes one result line per test, then quits Neovim.
 ---@param spec string path of a `*_spec.lua` file
 function H.main(spec)
+  -- A terminal of 120 columns (one-line messages are checked against its echo space).
+  vim.o.columns = 120
   local name = vim.fn.fnamemodify(spec, ':t:r')
   local loaded, load_err = xpcall(dofile, debug.traceback, spec)
   if not loaded then

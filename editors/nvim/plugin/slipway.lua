@@ -19,19 +19,7 @@ end, {
   end,
 })
 
-for _, sub in ipairs({
-  'new',
-  'branch',
-  'open',
-  'agent',
-  'handoff',
-  'run',
-  'workspace',
-  'list',
-  'close',
-  'cancel',
-  'problems',
-}) do
+for _, sub in ipairs(require('slipway.subcommands')) do
   vim.keymap.set('n', '<Plug>(slipway-' .. sub .. ')', function()
     require('slipway.commands').run(sub)
   end, { desc = 'slipway: ' .. sub })

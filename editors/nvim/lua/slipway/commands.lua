@@ -3,6 +3,7 @@
 --- Every decision is the sidecar's.
 
 local async = require('slipway.async')
+local buffers = require('slipway.buffers')
 local config = require('slipway.config')
 local lsp = require('slipway.lsp')
 local pick = require('slipway.pick')
@@ -19,8 +20,12 @@ local M = {}
 ---@field prompt? string
 ---@field how? slipway.OpenHow
 ---@field open? string `false`: `new` does not open the worktree
----@field run? string a run id (`cancel`)
+---@field run? string a run id (`cancel`, `log`)
 ---@field workspace? string a workspace name (`workspace`)
+---@field agent? string an agent name: overrides the type of the configured agent (`run`, `handoff`, `workspace`, `agent`)
+---@field sandbox? string a sandbox name: overrides the type of the configured sandbox
+---@field into? string the host branch to land into (`land`)
+---@field message? string the commit message of a squash (`land`)
 ---@field on_done? fun(ok: boolean, result: any) called when the flow ends
 
 local function fire(pattern, data)
@@ -37,10 +42,21 @@ local function need_root()
   return root
 end
 
---- The configured agent; ends the flow with how to configure one when none is.
+--- The configured agent (its type replaced by `agent=NAME`); ends the flow
+--- with how to configure one when none is.
+---@param args? slipway.CommandArgs
 ---@return slipway.AgentSpec
-local function need_agent()
+local function need_agent(args)
   local agent = config.get().agent
+  local name = args and args.agent
+  if name and name ~= '' then
+    if type(agent) ~= 'table' or agent.type ~= name then
+      agent = { type = name }
+    end
+    if name == 'command' and type(agent.command) ~= 'table' then
+      async.fail("agent=command needs its program: vim.g.slipway = { agent = { type = 'command', command = { … } } }")
+    end
+  end
   if type(agent) ~= 'table' or not agent.type then
     async.fail(
       "no agent configured: set vim.g.slipway = { agent = { type = 'claude-code' } } "
@@ -48,6 +64,19 @@ local function need_agent()
     )
   end
   return agent
+end
+
+--- The configured sandbox, its type replaced by `sandbox=NAME`.
+---@param args slipway.CommandArgs
+---@return slipway.SandboxSpec?
+local function sandbox_of(args)
+  local sandbox = config.get().sandbox
+  if args.sandbox and args.sandbox ~= '' then
+    if type(sandbox) ~= 'table' or sandbox.type ~= args.sandbox then
+      sandbox = { type = args.sandbox }
+    end
+  end
+  return sandbox
 end
 
 --- Parses a source argument: `host_head`, `current_branch`, `default`, `ask`
@@ -110,7 +139,7 @@ local function call_with_source(root, command, request)
     result, err = lsp.call(root, command, request)
   end
   if err then
-    async.fail(err.message)
+    lsp.fail(root, err)
   end
   return result
 end
@@ -180,6 +209,19 @@ local function leave_removed(path, root)
   end
 end
 
+--- After a worktree was removed: tabs leave it, its buffers are forgotten
+--- (`:w` must not fail with E212), and the review of it ends.
+---@param path string
+---@param root string
+function M.removed(path, root)
+  leave_removed(path, root)
+  buffers.forget(path)
+  require('slipway.status').own[util.realpath(path)] = nil
+  pcall(function()
+    require('slipway.review').forget(path)
+  end)
+end
+
 --- What each strategy does, for the picker; which strategies there are is the sidecar's.
 ---@param s string
 ---@return string
@@ -226,12 +268,12 @@ function flows.new(args)
   }
   local created = call_with_source(root, 'slipway.createWorktree', request)
   local lines = {
-    ('%s worktree %s at %s (from %s)'):format(
+    ('%s worktree %s (from %s)'):format(
       created.reused and 'reusing' or 'created',
       created.branch,
-      created.path,
       created.sourceLabel or util.short(created.baseCommit)
     ),
+    'at ' .. created.path,
   }
   for _, note in ipairs(created.notes or {}) do
     lines[#lines + 1] = note
@@ -267,7 +309,7 @@ end
 --- `agent`: the agent's interactive command in a terminal in the current worktree.
 function flows.agent(args)
   local root = need_root()
-  local agent = need_agent()
+  local agent = need_agent(args)
   local w = current_or_pick(args, root, 'slipway: run the agent in')
   -- The worktree's status with `agent` carries the agent's command line there;
   -- nothing is created and no branch lock is taken.
@@ -295,20 +337,28 @@ end
 --- `handoff`: the current worktree goes to an unattended run, with a prompt from `vim.ui.input`.
 function flows.handoff(args)
   local root = need_root()
-  local agent = need_agent()
+  local agent = need_agent(args)
   local w = current_or_pick(args, root, 'slipway: hand off')
   local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
+  -- The agent sees files on disk: unsaved edits of this worktree are offered a write first.
+  if w.path then
+    buffers.offer_write(w.path, 'hand off')
+  end
   local started = lsp.must(root, 'slipway.handoff', {
     root = root,
     worktree = w.id,
     agent = agent,
-    sandbox = config.get().sandbox,
+    sandbox = sandbox_of(args),
     prompt = prompt,
   })
+  if w.path then
+    require('slipway.status').claim(w.path)
+  end
   util.notify(
-    ('run %s started on %s; it goes on if you close the editor (:Slipway cancel stops it)'):format(
+    ('run %s started on %s (:Slipway log %s)\nit goes on if you close the editor; :Slipway cancel stops it'):format(
       started.runId,
-      w.branch
+      w.branch,
+      started.runId
     )
   )
   fire('SlipwayRunStarted', { runId = started.runId, branch = w.branch, root = root })
@@ -318,7 +368,7 @@ end
 --- `run`: a new worktree and an unattended run in it.
 function flows.run(args)
   local root = need_root()
-  local agent = need_agent()
+  local agent = need_agent(args)
   local strategy = args.strategy
     or async.select(lsp.names(root, 'strategies'), {
       prompt = 'slipway: strategy',
@@ -338,16 +388,17 @@ function flows.run(args)
     base = args.base,
     source = source,
     agent = agent,
-    sandbox = config.get().sandbox,
+    sandbox = sandbox_of(args),
     prompt = prompt,
     copy = config.get().copy,
   }
   local started = call_with_source(root, 'slipway.run', request)
   util.notify(
-    ('run %s started (%s%s); it goes on if you close the editor'):format(
+    ('run %s started (%s%s; :Slipway log %s)\nit goes on if you close the editor'):format(
       started.runId,
       strategy,
-      branch and (' ' .. branch) or ''
+      branch and (' ' .. branch) or '',
+      started.runId
     )
   )
   fire('SlipwayRunStarted', { runId = started.runId, branch = branch, root = root })
@@ -447,13 +498,13 @@ function flows.workspace(args)
   if not root then
     async.fail('no repository to run from: the workspace ' .. ws.name .. ' has no mount that is a git repository')
   end
-  local agent = need_agent()
+  local agent = need_agent(args)
   local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
   -- The sandbox is the workspace's (or its repository's slipway.toml) unless configured.
   local request = {
     workspace = ws.name,
     agent = agent,
-    sandbox = config.get().sandbox,
+    sandbox = sandbox_of(args),
     prompt = prompt,
   }
   local started, err = lsp.call(root, 'slipway.run', request)
@@ -487,7 +538,7 @@ function flows.workspace(args)
     started, err = lsp.call(root, 'slipway.run', request)
   end
   if err then
-    async.fail(err.message)
+    lsp.fail(root, err)
   end
   util.notify(('run %s started on workspace %s; it goes on if you close the editor'):format(started.runId, ws.name))
   fire('SlipwayRunStarted', { runId = started.runId, workspace = ws.name, root = root })
@@ -528,7 +579,7 @@ function flows.close(args)
     end
     util.notify(text)
     if answer.path then
-      leave_removed(answer.path, root)
+      M.removed(answer.path, root)
     end
     return answer
   end
@@ -550,7 +601,7 @@ function flows.close(args)
     end
   end
   for _, c in ipairs(first.commands or {}) do
-    lines[#lines + 1] = '  ' .. c
+    lines[#lines + 1] = '  ' .. util.editor_text(c)
   end
   util.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
   local choice = async.select({ 'keep', 'force' }, {
@@ -566,6 +617,10 @@ function flows.close(args)
     end,
   })
   if choice ~= 'force' then
+    -- Asked to close it: no longer a worktree only "handed off" by the user.
+    if first.preservedPath and first.preservedPath ~= vim.NIL then
+      require('slipway.status').own[util.realpath(first.preservedPath)] = nil
+    end
     util.notify('kept ' .. (first.preservedPath or id))
     return first
   end
@@ -628,27 +683,223 @@ function flows.problems(_)
   return qf
 end
 
+--- `review`: the worktree's changed files in the quickfix list, the first one's diff shown.
+function flows.review(args)
+  local root = need_root()
+  local w = current_or_pick(args, root, 'slipway: review worktree')
+  return require('slipway.review').open(root, w)
+end
+
+--- `land`: bring a worktree's branch into a host branch (merge, squash or rebase: the sidecar's `landModes`).
+function flows.land(args)
+  local root = need_root()
+  local w = current_or_pick(args, root, 'slipway: land worktree')
+  local how = args.how
+  if not how or how == '' then
+    local modes = lsp.names(root, 'landModes')
+    if #modes == 0 then
+      async.fail('the sidecar offers no land modes; update the binary and the plugin together')
+    end
+    how = async.select(modes, {
+      prompt = ('slipway: land %s how?'):format(w.branch),
+      kind = 'slipway.land',
+    })
+  end
+  if w.path then
+    buffers.offer_write(w.path, 'land')
+  end
+  local answer = lsp.must(root, 'slipway.land', {
+    root = root,
+    worktree = w.id,
+    how = how,
+    into = args.into,
+    message = args.message,
+  })
+  local into = answer.into ~= vim.NIL and answer.into or 'the host branch'
+  local text = ('landed %s into %s (%s%s)'):format(
+    w.branch,
+    tostring(into),
+    tostring(answer.kind ~= vim.NIL and answer.kind or how),
+    (answer.commit and answer.commit ~= vim.NIL) and (' ' .. util.short(answer.commit)) or ''
+  )
+  local lines = { text }
+  if answer.removed == true then
+    lines[#lines + 1] = 'worktree removed'
+  elseif w.path then
+    lines[#lines + 1] = ('next: :Slipway discard %s removes the worktree and its branch'):format(w.branch)
+  end
+  util.notify(table.concat(lines, '\n'))
+  buffers.reload({ root })
+  if w.path and not vim.uv.fs_stat(w.path) then
+    M.removed(w.path, root)
+  elseif w.path then
+    buffers.reload({ w.path })
+  end
+  fire('SlipwayLanded', vim.tbl_extend('force', { root = root, worktree = w.id, branch = w.branch }, answer))
+  return answer
+end
+
+--- `discard`: remove a worktree and its branch, after a confirmation that says what is lost.
+function flows.discard(args)
+  local root = need_root()
+  local w = current_or_pick(args, root, 'slipway: discard worktree')
+  local info
+  for _, x in ipairs(pick.worktrees(root)) do
+    if x.id == w.id then
+      info = x
+    end
+  end
+  local lost = {}
+  if info and (info.ahead or 0) > 0 then
+    lost[#lost + 1] = ('%d commit%s'):format(info.ahead, info.ahead == 1 and '' or 's')
+  end
+  if info and (info.changedFiles or 0) > 0 then
+    lost[#lost + 1] = ('%d uncommitted file%s'):format(info.changedFiles, info.changedFiles == 1 and '' or 's')
+  end
+  local what = #lost > 0 and table.concat(lost, ' and ') or 'nothing unique'
+  local choice = async.select({ 'keep', 'discard' }, {
+    prompt = ('slipway: discard %s (worktree and branch; %s lost)?'):format(w.branch, what),
+    kind = 'slipway.discard',
+    format_item = function(c)
+      return c == 'keep' and 'Keep it' or ('Discard %s: %s lost'):format(w.branch, what)
+    end,
+  })
+  if choice ~= 'discard' then
+    util.notify('kept ' .. w.branch)
+    return nil
+  end
+  local answer = lsp.must(root, 'slipway.discard', { root = root, worktree = w.id, force = true })
+  if answer.removed == false then
+    local lines = { ('%s was not discarded: %s'):format(w.branch, tostring(answer.reason)) }
+    for _, c in ipairs(answer.commands or {}) do
+      lines[#lines + 1] = '  ' .. util.editor_text(c)
+    end
+    util.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
+    return answer
+  end
+  util.notify(('discarded %s: worktree and branch removed'):format(w.branch))
+  M.removed(answer.path ~= nil and answer.path ~= vim.NIL and answer.path or w.path, root)
+  return answer
+end
+
+--- `log`: a buffer that follows a run's output.
+function flows.log(args)
+  local root = need_root()
+  local run_id = args.run
+  if not run_id or run_id == '' then
+    local listed = lsp.must(root, 'slipway.runs', { root = root }).runs or {}
+    if #listed == 0 then
+      util.notify('no runs in ' .. root)
+      return nil
+    end
+    local r = async.select(listed, {
+      prompt = 'slipway: log of run',
+      kind = 'slipway.run',
+      format_item = function(r)
+        local branch = (r.branch and r.branch ~= vim.NIL) and r.branch or ''
+        local agent = type(r.agent) == 'table' and r.agent.type or r.agent
+        return ('%s  %s  %s  %s'):format(r.runId, tostring(r.status), branch, tostring(agent or ''))
+      end,
+    })
+    run_id = r.runId
+  end
+  return require('slipway.log').open(root, run_id)
+end
+
+--- `details`: every message in full, in the `slipway://details` buffer.
+function flows.details(_)
+  return { buf = util.show_details() }
+end
+
 --- Every subcommand, in the order completion offers them.
-M.subcommands =
-  { 'new', 'branch', 'open', 'agent', 'handoff', 'run', 'workspace', 'list', 'close', 'cancel', 'problems' }
+M.subcommands = require('slipway.subcommands')
 
 --- The `key=` arguments each subcommand takes.
 M.keys = {
   new = { 'strategy=', 'branch=', 'base=', 'source=', 'how=', 'open=' },
   branch = { 'strategy=', 'branch=', 'how=' },
   open = { 'worktree=', 'how=' },
-  agent = { 'worktree=' },
-  handoff = { 'worktree=', 'prompt=' },
-  run = { 'strategy=', 'branch=', 'base=', 'source=', 'prompt=' },
-  workspace = { 'workspace=', 'prompt=' },
+  agent = { 'worktree=', 'agent=' },
+  handoff = { 'worktree=', 'agent=', 'sandbox=', 'prompt=' },
+  run = { 'strategy=', 'branch=', 'base=', 'source=', 'agent=', 'sandbox=', 'prompt=' },
+  workspace = { 'workspace=', 'agent=', 'sandbox=', 'prompt=' },
   list = {},
+  review = { 'worktree=' },
+  land = { 'worktree=', 'how=', 'into=', 'message=' },
+  discard = { 'worktree=' },
+  log = { 'run=' },
   close = { 'worktree=' },
   cancel = { 'run=' },
   problems = {},
+  details = {},
 }
 
---- The values each `key=` completes to; strategies and policies are what a
---- running sidecar accepts (none before one runs).
+--- What a bare word is, per subcommand (the rest: a worktree).
+local positional =
+  { cancel = 'run', log = 'run', workspace = 'workspace', list = false, problems = false, details = false }
+
+--- The root for completion: the current buffer's repository, without waiting.
+local function completion_root()
+  local ok, root = pcall(util.repo_root)
+  return ok and root or nil
+end
+
+--- Worktree branch names then ids, from the status cache (else a short `slipway.list`).
+---@return string[]
+local function worktree_names()
+  local status = require('slipway.status')
+  local root = completion_root()
+  local worktrees
+  for _, repo in ipairs(status.repositories()) do
+    if not root or util.realpath(repo.root or '') == root then
+      worktrees = repo.worktrees
+    end
+  end
+  if not worktrees and root then
+    local client = lsp.client_for(root)
+    if client and client.initialized then
+      local res = client:request_sync('workspace/executeCommand', {
+        command = 'slipway.list',
+        arguments = { { root = root } },
+      }, 1000)
+      worktrees = res and res.result and res.result.worktrees or nil
+    end
+  end
+  local names, ids = {}, {}
+  for _, w in ipairs(worktrees or {}) do
+    names[#names + 1] = w.branch
+    ids[#ids + 1] = w.id
+  end
+  return vim.list_extend(names, ids)
+end
+
+--- Run ids: running ones first (status cache), then those that finished here.
+---@return string[]
+local function run_ids()
+  local out, seen = {}, {}
+  local function add(id)
+    if type(id) == 'string' and not seen[id] then
+      seen[id] = true
+      out[#out + 1] = id
+    end
+  end
+  for _, r in ipairs(require('slipway.status').running_runs()) do
+    add(r.run.runId)
+  end
+  for _, repo in ipairs(require('slipway.status').repositories()) do
+    for _, r in ipairs(repo.runs or {}) do
+      add(r.runId)
+    end
+  end
+  local finished = require('slipway.runs').finished
+  for i = #finished, 1, -1 do
+    add(finished[i].runId)
+  end
+  return out
+end
+
+--- The values each `key=` completes to (`sub` is the subcommand); names are
+--- what a running sidecar accepts (none before one runs).
 local values = {
   strategy = function()
     return lsp.known_names('strategies')
@@ -658,11 +909,25 @@ local values = {
       return p == 'named' and 'named:' or p
     end, lsp.known_names('policies'))
   end,
-  how = function()
+  how = function(sub)
+    if sub == 'land' then
+      return lsp.known_names('landModes')
+    end
     return { 'tab', 'window', 'cd' }
   end,
   open = function()
     return { 'true', 'false' }
+  end,
+  agent = function()
+    return lsp.known_names('agents')
+  end,
+  sandbox = function()
+    return lsp.known_names('sandboxes')
+  end,
+  worktree = worktree_names,
+  run = run_ids,
+  workspace = function()
+    return {}
   end,
 }
 
@@ -684,17 +949,26 @@ function M.run(name, args)
   end, args.on_done)
 end
 
---- Parses `key=value` words; a bare word is the worktree (or the run for `cancel`).
+--- Parses `key=value` words; a bare word is the worktree (the run for
+--- `cancel` and `log`). `prompt=` takes the rest of the line.
 ---@param name string
 ---@param words string[]
+---@param line? string the raw arguments after the subcommand (for `prompt=`)
 ---@return slipway.CommandArgs
-function M.parse(name, words)
+function M.parse(name, words, line)
   local args = {}
+  if line then
+    local before, prompt = (' ' .. line):match('^(.-)%sprompt=(.*)$')
+    if before then
+      words = vim.split(before, '%s+', { trimempty = true })
+      args.prompt = prompt
+    end
+  end
   for _, word in ipairs(words) do
     local k, v = word:match('^([%w_]+)=(.*)$')
     if k then
       args[k] = v
-    elseif name == 'cancel' then
+    elseif positional[name] == 'run' then
       args.run = word
     elseif name == 'workspace' then
       if args.workspace then
@@ -712,7 +986,7 @@ function M.parse(name, words)
 end
 
 --- The `:Slipway` command.
----@param info { fargs: string[] }
+---@param info { fargs: string[], args?: string }
 function M.dispatch(info)
   local words = vim.deepcopy(info.fargs or {})
   local name = table.remove(words, 1)
@@ -723,10 +997,13 @@ function M.dispatch(info)
     end)
     return
   end
-  M.run(name, M.parse(name, words))
+  local line = info.args and info.args:match('^%s*%S+%s*(.*)$') or nil
+  M.run(name, M.parse(name, words, line))
 end
 
---- Completion of `:Slipway`.
+--- Completion of `:Slipway`: subcommands, keys, and values: worktree branch
+--- names and ids, run ids, and the agent, sandbox, policy, strategy and land
+--- mode names of the running sidecar.
 ---@param arglead string
 ---@param cmdline string
 ---@return string[]
@@ -740,12 +1017,24 @@ function M.complete(arglead, cmdline)
   else
     local sub = words[2]
     local key = arglead:match('^([%w_]+)=')
+    if key == 'prompt' or cmdline:match('%sprompt=.*%s') then
+      return {}
+    end
     if key and values[key] then
+      local ok, got = pcall(values[key], sub)
       candidates = vim.tbl_map(function(v)
         return key .. '=' .. v
-      end, values[key]())
+      end, ok and got or {})
     else
-      candidates = M.keys[sub] or {}
+      candidates = vim.deepcopy(M.keys[sub] or {})
+      local bare = positional[sub]
+      if bare == nil and vim.list_contains(M.keys[sub] or {}, 'worktree=') then
+        bare = 'worktree'
+      end
+      if bare and values[bare] and not arglead:find('=', 1, true) then
+        local ok, got = pcall(values[bare])
+        candidates = vim.list_extend(ok and got or {}, candidates)
+      end
     end
   end
   return vim.tbl_filter(function(c)

@@ -68,6 +68,16 @@ M.handoff = sub('handoff')
 M.run = sub('run')
 --- `:Slipway list`: the worktrees of the repository.
 M.list = sub('list')
+--- `:Slipway review`: a worktree's changed files in the quickfix list, each one's diff a key away.
+M.review = sub('review')
+--- `:Slipway land`: bring a worktree's branch into a host branch.
+M.land = sub('land')
+--- `:Slipway discard`: remove a worktree and its branch, after a confirmation.
+M.discard = sub('discard')
+--- `:Slipway log`: a buffer that follows a run's output.
+M.log = sub('log')
+--- `:Slipway details`: every message in full.
+M.details = sub('details')
 --- `:Slipway close`: close a worktree; force is offered after showing what would be lost.
 M.close = sub('close')
 --- `:Slipway cancel`: stop a run.

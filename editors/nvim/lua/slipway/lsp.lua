@@ -23,7 +23,7 @@ local function warn_missing_once(message)
   end
   warned_missing = true
   vim.schedule(function()
-    vim.notify(message, vim.log.levels.ERROR, { title = 'slipway' })
+    util.notify((message:gsub('^slipway: ', '')), vim.log.levels.ERROR)
   end)
 end
 
@@ -84,6 +84,31 @@ local function check_protocol(client, result)
   end
 end
 
+--- The sidecar's diagnostics as the plugin shows them: none for a worktree
+--- the user works in (`status.is_yours`: a handoff leaves it "preserved", which
+--- is no problem of theirs), and `:Slipway close …` instead of git commands.
+---@param params lsp.PublishDiagnosticsParams
+---@return lsp.PublishDiagnosticsParams
+function M.filter_diagnostics(params)
+  if type(params) ~= 'table' or type(params.diagnostics) ~= 'table' then
+    return params
+  end
+  local status = require('slipway.status')
+  local kept = {}
+  for _, d in ipairs(params.diagnostics) do
+    local msg = type(d.message) == 'string' and d.message or ''
+    local dir = msg:match('inspect: cd (.-);')
+    if d.code == 'dirty-preserved-worktree' and dir and status.is_yours(dir) then
+      -- dropped: the user's own worktree
+    else
+      d.message = util.editor_text(msg)
+      kept[#kept + 1] = d
+    end
+  end
+  params.diagnostics = kept
+  return params
+end
+
 --- Handlers of the sidecar's notifications.
 ---@return table<string, lsp.Handler>
 function M.handlers()
@@ -93,6 +118,12 @@ function M.handlers()
     end,
     ['slipway/runFinished'] = function(_, params, ctx)
       require('slipway.runs').on_finished(ctx.client_id, params)
+    end,
+    ['slipway/log'] = function(_, params, ctx)
+      require('slipway.log').on_log(ctx.client_id, params)
+    end,
+    ['textDocument/publishDiagnostics'] = function(err, params, ctx)
+      return vim.lsp.diagnostic.on_publish_diagnostics(err, M.filter_diagnostics(params), ctx)
     end,
   }
 end
@@ -118,7 +149,9 @@ end
 -- Handlers also live in the global table so that a client configured without
 -- them (a user's `vim.lsp.config` replacing `handlers`) still feeds the cache.
 for method, handler in pairs(M.handlers()) do
-  vim.lsp.handlers[method] = vim.lsp.handlers[method] or handler
+  if vim.startswith(method, 'slipway/') then
+    vim.lsp.handlers[method] = vim.lsp.handlers[method] or handler
+  end
 end
 
 --- The running slipway client serving `root`, if any.
@@ -295,6 +328,63 @@ function M.call(root, command, args)
   return result, err
 end
 
+--- What an error reads as, in a flow: a branch lock names the run holding it
+--- (its id and agent, from `slipway.runs` or the status cache) and since when,
+--- not a process id and seconds since the epoch.
+---@param root string
+---@param err slipway.RpcError
+---@return string
+function M.error_text(root, err)
+  local msg = (err.message or vim.inspect(err)):gsub('^slipway: ', '')
+  local data = type(err.data) == 'table' and err.data or {}
+  if data.kind ~= 'branchInUse' then
+    return msg
+  end
+  local holder = type(data.holder) == 'table' and data.holder or {}
+  local branch = data.branch or holder.branch or '?'
+  local run_id = holder.runId or data.runId
+  local agent = holder.agent or data.agent
+  if not run_id or not agent then
+    local ok, listed = pcall(M.call, root, 'slipway.runs', { root = root })
+    for _, r in ipairs(ok and type(listed) == 'table' and listed.runs or {}) do
+      if not run_id and r.branch == branch and (r.status == 'running' or r.endedAt == nil or r.endedAt == vim.NIL) then
+        run_id = r.runId
+      end
+      if r.runId == run_id and not agent then
+        agent = type(r.agent) == 'table' and r.agent.type or r.agent
+      end
+    end
+  end
+  if not run_id then
+    for _, r in ipairs(require('slipway.status').running_runs()) do
+      if r.run.branch == branch then
+        run_id = r.run.runId
+      end
+    end
+  end
+  local since = type(holder.time) == 'number' and os.date('%H:%M:%S', holder.time) or nil
+  local who
+  if run_id then
+    who = 'run ' .. run_id .. ((agent and agent ~= vim.NIL) and (' (' .. tostring(agent) .. ')') or '')
+  else
+    who = 'another slipway command'
+  end
+  local text = ("branch '%s' is in use by %s%s; wait for it to end%s"):format(
+    branch,
+    who,
+    since and (' since ' .. since) or '',
+    run_id and (' or :Slipway cancel ' .. run_id) or ''
+  )
+  return text .. '\n' .. msg
+end
+
+--- Ends the flow with the text of `err` (see `error_text`).
+---@param root string
+---@param err slipway.RpcError
+function M.fail(root, err)
+  require('slipway.async').fail(M.error_text(root, err))
+end
+
 --- Like `call`, but an error ends the flow with the sidecar's message.
 ---@param root string
 ---@param command string
@@ -303,8 +393,7 @@ end
 function M.must(root, command, args)
   local result, err = M.call(root, command, args)
   if err then
-    local msg = err.message or vim.inspect(err)
-    require('slipway.async').fail(msg:gsub('^slipway: ', ''))
+    M.fail(root, err)
   end
   return result
 end

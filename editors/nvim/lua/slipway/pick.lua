@@ -17,13 +17,10 @@ local M = {}
 ---@field isHead? boolean
 ---@field isDefault? boolean
 ---@field upstream? string
+---@field ahead? integer commits ahead of the upstream (asked with `aheadBehind`)
+---@field behind? integer commits behind the upstream
 
-local function str(v)
-  if v == nil or v == vim.NIL then
-    return nil
-  end
-  return v
-end
+local str = util.present
 
 --- How a branch reads in the picker: its section, name, marks, commit and subject.
 ---@param b slipway.Branch
@@ -46,7 +43,11 @@ function M.format_branch(b)
     tail = tail .. '  ' .. b.subject
   end
   if str(b.upstream) then
-    tail = tail .. '  (tracks ' .. b.upstream .. ')'
+    local ab = ''
+    if type(b.ahead) == 'number' or type(b.behind) == 'number' then
+      ab = (' ↑%d ↓%d'):format(tonumber(b.ahead) or 0, tonumber(b.behind) or 0)
+    end
+    tail = tail .. '  (tracks ' .. b.upstream .. ab .. ')'
   end
   return ('%s  %s%s%s'):format(section, b.name, mark, tail)
 end
@@ -55,7 +56,8 @@ end
 ---@param root string
 ---@return slipway.Branch[]
 function M.branches(root)
-  local result = lsp.must(root, 'slipway.branches', { root = root })
+  -- Ahead/behind against the upstream: a little slower, worth it in a picker.
+  local result = lsp.must(root, 'slipway.branches', { root = root, aheadBehind = true })
   local locals, remotes = {}, {}
   for _, b in ipairs(result.branches or {}) do
     if b.kind == 'remote' then

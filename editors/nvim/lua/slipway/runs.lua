@@ -21,6 +21,9 @@ local M = {}
 ---@field completionSignal? string
 ---@field sessionId? string
 ---@field usage? { inputTokens?: integer, outputTokens?: integer }
+---@field merge? { kind: 'fastForward'|'merged'|'upToDate', from?: string, to?: string, commit?: string, into?: string }
+---@field quarantined? { path: string, finding: string, detail?: string, movedTo?: string }[]
+---@field warnings? string[]
 
 --- Every `slipway/runFinished` received, newest last.
 ---@type slipway.RunFinished[]
@@ -33,15 +36,157 @@ local levels = {
   timedOut = vim.log.levels.ERROR,
 }
 
---- The text of the summary shown when a run ends.
+local str = util.present
+
+--- What a finding of the quarantine check is, for people.
+local finding_labels = {
+  nestedGit = 'nested .git',
+  escapingSymlink = 'symlink leaving the worktree',
+  newGitlink = 'new gitlink',
+  refusedEntry = 'refused entry',
+}
+
+--- The host's current branch, read from its `HEAD` file (no git process).
+---@param root string?
+---@return string?
+local function host_branch(root)
+  if not root then
+    return nil
+  end
+  local fd = io.open(root .. '/.git/HEAD', 'r')
+  if not fd then
+    return nil
+  end
+  local line = fd:read('*l') or ''
+  fd:close()
+  return line:match('^ref:%s*refs/heads/(.+)$')
+end
+
+--- The commit a host branch points at, read from its ref file or `packed-refs`.
+---@param root string
+---@param branch string
+---@return string?
+local function read_ref(root, branch)
+  local fd = io.open(root .. '/.git/refs/heads/' .. branch, 'r')
+  if fd then
+    local sha = fd:read('*l')
+    fd:close()
+    return sha and vim.trim(sha) or nil
+  end
+  fd = io.open(root .. '/.git/packed-refs', 'r')
+  if not fd then
+    return nil
+  end
+  local found
+  for line in fd:lines() do
+    local sha, ref = line:match('^(%x+) (%S+)$')
+    if ref == 'refs/heads/' .. branch then
+      found = sha
+    end
+  end
+  fd:close()
+  return found
+end
+
+--- A sidecar whose `slipway/runFinished` has no `merge` field: a run that
+--- completed with commits, kept neither its worktree nor its branch, and whose
+--- worktree is gone was merged back (merge-to-head); a host branch at its last
+--- commit is a fast-forward.
+---@param p slipway.RunFinished
+---@return table?
+function M.guess_merge(p)
+  local commits = p.commits or {}
+  if p.status ~= 'completed' or #commits == 0 or str(p.preservedWorktreePath) or str(p.keptBranch) then
+    return nil
+  end
+  local worktree = str(p.worktreePath)
+  if not worktree or not p.root or util.realpath(worktree) == util.realpath(p.root) or vim.uv.fs_stat(worktree) then
+    return nil
+  end
+  local into = host_branch(p.root)
+  if not into then
+    return nil
+  end
+  local tip = read_ref(p.root, into)
+  if tip and tip == commits[#commits].sha then
+    return { kind = 'fastForward', into = into }
+  end
+  return { kind = 'merged', into = into, commit = tip }
+end
+
+--- What the merge back of a merge-to-head run did, from its `merge` field:
+--- `merged into main (fast-forward)`. nil when the run made no merge.
+---@param p slipway.RunFinished
+---@return string?
+function M.merge_text(p)
+  local merge = str(p.merge)
+  if type(merge) ~= 'table' then
+    merge = M.guess_merge(p)
+    if not merge then
+      return nil
+    end
+  end
+  local into = str(merge.into) or host_branch(p.root) or 'the host branch'
+  if merge.kind == 'fastForward' then
+    return ('merged into %s (fast-forward)'):format(into)
+  elseif merge.kind == 'merged' then
+    return ('merged into %s (merge commit %s)'):format(into, util.short(str(merge.commit)))
+  elseif merge.kind == 'upToDate' then
+    return ('%s already had every commit'):format(into)
+  end
+  return ('merged into %s (%s)'):format(into, tostring(merge.kind))
+end
+
+--- The one line naming what a run's quarantine check found, or nil.
+---@param p slipway.RunFinished
+---@return string? line
+---@return string? details
+function M.quarantine_text(p)
+  local found = type(p.quarantined) == 'table' and p.quarantined or {}
+  if #found == 0 then
+    return nil
+  end
+  local names, lines = {}, {}
+  for _, q in ipairs(found) do
+    local label = finding_labels[q.finding] or tostring(q.finding)
+    names[#names + 1] = ('%s (%s)'):format(tostring(q.path), label)
+    local line = ('  %s: %s'):format(tostring(q.path), label)
+    if str(q.detail) then
+      line = line .. ' ' .. q.detail
+    end
+    if str(q.movedTo) then
+      line = line .. ', moved to ' .. q.movedTo
+    else
+      line = line .. ', reported only (it is in the commits)'
+    end
+    lines[#lines + 1] = line
+  end
+  local head = ('run %s: quarantined %s'):format(p.runId, table.concat(names, ', '))
+  return head, head .. '\n' .. table.concat(lines, '\n')
+end
+
+--- The text of the summary shown when a run ends: one line first (the status,
+--- the commits and where they are), the details after it.
 ---@param p slipway.RunFinished
 ---@return string
 function M.summary(p)
   local commits = p.commits or {}
   local lines = {}
   local n = #commits
-  local branch = (p.branch and p.branch ~= vim.NIL and p.branch ~= '') and (' on ' .. p.branch) or ''
-  lines[#lines + 1] = ('run %s %s: %d commit%s%s'):format(p.runId, p.status, n, n == 1 and '' or 's', branch)
+  local where = str(p.preservedWorktreePath)
+  local worktree = str(p.worktreePath)
+  local yours = worktree and require('slipway.status').is_yours(worktree)
+  local merged = M.merge_text(p)
+  local head = ('run %s %s: %d commit%s'):format(p.runId, p.status, n, n == 1 and '' or 's')
+  if merged then
+    head = head .. ' ' .. merged
+  elseif str(p.branch) then
+    head = head .. ' on ' .. p.branch
+  end
+  if yours then
+    head = head .. ' (your worktree)'
+  end
+  lines[1] = head
   local extra = {}
   if type(p.iterations) == 'number' and p.iterations > 1 then
     extra[#extra + 1] = p.iterations .. ' iterations'
@@ -55,56 +200,89 @@ function M.summary(p)
   if #extra > 0 then
     lines[#lines + 1] = table.concat(extra, ', ')
   end
-  if p.error and p.error ~= vim.NIL and p.error.message then
+  if str(p.error) and p.error.message then
     lines[#lines + 1] = ('error (%s): %s'):format(p.error.kind or '?', p.error.message)
   end
-  if p.keptBranch and p.keptBranch ~= vim.NIL then
+  if str(p.keptBranch) then
     lines[#lines + 1] = p.keptBranch
   end
-  local where = p.preservedWorktreePath ~= vim.NIL and p.preservedWorktreePath or nil
-  if where then
+  for _, w in ipairs(type(p.warnings) == 'table' and p.warnings or {}) do
+    lines[#lines + 1] = 'warning: ' .. tostring(w)
+  end
+  if where and not yours then
     lines[#lines + 1] = 'worktree kept at ' .. where
+  elseif where then
+    lines[#lines + 1] = 'worktree ' .. where
   end
   local next_steps = {}
-  if where then
+  local name = str(p.branch) or where
+  if where and not yours then
     next_steps[#next_steps + 1] = 'open: :Slipway open'
   end
-  if n > 0 then
-    local dir = where or p.root
+  if where and n > 0 then
+    next_steps[#next_steps + 1] = 'review: :Slipway review ' .. name
+  elseif n > 0 then
     next_steps[#next_steps + 1] = ('review: git -C %s log -p %s^..%s'):format(
-      vim.fn.shellescape(dir),
+      vim.fn.shellescape(p.root or '.'),
       util.short(commits[1].sha),
       util.short(commits[n].sha)
     )
   end
-  if where then
-    next_steps[#next_steps + 1] = 'close: :Slipway close'
+  if where and not yours then
+    next_steps[#next_steps + 1] = 'close: :Slipway close ' .. name
   end
-  if p.logFile and p.logFile ~= vim.NIL then
-    next_steps[#next_steps + 1] = 'log: ' .. p.logFile
-  end
-  if #next_steps > 0 then
-    lines[#lines + 1] = 'next: ' .. table.concat(next_steps, ' | ')
+  next_steps[#next_steps + 1] = 'log: :Slipway log ' .. p.runId
+  lines[#lines + 1] = 'next: ' .. table.concat(next_steps, ' | ')
+  if str(p.logFile) then
+    lines[#lines + 1] = 'log file: ' .. p.logFile
   end
   return table.concat(lines, '\n')
 end
 
---- Handler of `slipway/runFinished`.
+--- After a run: buffers of files in its worktree are reloaded (`:checktime`),
+--- or wiped when the worktree is gone (merge-to-head removes its own); a
+--- merge into the host reloads the host's buffers too.
+---@param p slipway.RunFinished
+function M.refresh_buffers(p)
+  local worktree = str(p.worktreePath)
+  local dirs = {}
+  if worktree and vim.uv.fs_stat(worktree) then
+    dirs[#dirs + 1] = util.realpath(worktree)
+  elseif worktree then
+    require('slipway.buffers').forget(worktree)
+  end
+  if (str(p.merge) or M.guess_merge(p)) and p.root then
+    dirs[#dirs + 1] = util.realpath(p.root)
+  end
+  require('slipway.buffers').reload(dirs)
+end
+
+--- Handler of `slipway/runFinished`: `User SlipwayRunFinished` at once, the
+--- buffers refreshed, then a one-line summary (details in `:Slipway details`).
 ---@param client_id integer
 ---@param params slipway.RunFinished
 function M.on_finished(client_id, params)
   if type(params) ~= 'table' then
     return
   end
-  M.finished[#M.finished + 1] = params
-  if require('slipway.config').get().notify_run_finished ~= false then
-    util.notify(M.summary(params), levels[params.status] or vim.log.levels.INFO)
+  if not params.root then
+    local client = vim.lsp.get_client_by_id(client_id)
+    params.root = client and client.root_dir or nil
   end
+  M.finished[#M.finished + 1] = params
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'SlipwayRunFinished',
     modeline = false,
     data = vim.tbl_extend('force', { client_id = client_id }, params),
   })
+  pcall(M.refresh_buffers, params)
+  if require('slipway.config').get().notify_run_finished ~= false then
+    util.notify(M.summary(params), levels[params.status] or vim.log.levels.INFO)
+  end
+  local qline, qdetails = M.quarantine_text(params)
+  if qline then
+    util.notify(qdetails or qline, vim.log.levels.WARN)
+  end
   vim.cmd('redrawstatus!')
 end
 

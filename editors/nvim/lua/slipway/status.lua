@@ -115,6 +115,66 @@ function M.running_runs()
   return out
 end
 
+--- Worktrees this editor handed off: the user works in them.
+---@type table<string, true>
+M.own = {}
+
+--- Records that the user works in the worktree at `path`.
+---@param path string
+function M.claim(path)
+  M.own[util.realpath(path)] = true
+end
+
+--- Whether the worktree at `path` is one the user works in: handed off from
+--- this editor, or open here (a tab or
+--- window directory, or a listed buffer, inside it). Such a worktree is never
+--- flagged as preserved (no `⚠`, no diagnostics, no "kept" in run summaries).
+---@param path string
+---@return boolean
+function M.is_yours(path)
+  local dir = util.realpath(path)
+  if M.own[dir] then
+    return true
+  end
+  for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+    local tabnr = vim.api.nvim_tabpage_get_number(tab)
+    if util.is_within(util.realpath(vim.fn.getcwd(-1, tabnr)), dir) then
+      return true
+    end
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+      local winnr = vim.api.nvim_win_get_number(win)
+      if vim.fn.haslocaldir(winnr, tabnr) == 1 and util.is_within(util.realpath(vim.fn.getcwd(winnr, tabnr)), dir) then
+        return true
+      end
+    end
+  end
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.bo[buf].buflisted and vim.bo[buf].buftype == '' then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= '' and util.is_within(vim.fs.normalize(name), dir) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+--- The dirty preserved worktrees of a snapshot, without those the user works in.
+---@param repo slipway.Snapshot
+---@return integer
+function M.flagged(repo)
+  if type(repo.worktrees) ~= 'table' then
+    return repo.dirtyPreserved or 0
+  end
+  local n = 0
+  for _, w in ipairs(repo.worktrees) do
+    if w.state == 'preserved' and w.dirty and not M.is_yours(w.path) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 --- A short status line string for the current buffer (or its cwd): the
 --- worktree's branch, a dirty mark, a running-agent mark, and the count of
 --- dirty preserved worktrees of the repository. Empty outside slipway's knowledge.
@@ -140,8 +200,9 @@ function M.statusline(path)
       local mark = sym.running or ' ⟳'
       parts[#parts + 1] = vim.trim(mark) .. (repo.running > 1 and tostring(repo.running) or '')
     end
-    if (repo.dirtyPreserved or 0) > 0 then
-      parts[#parts + 1] = (sym.preserved or ' ⚠') .. tostring(repo.dirtyPreserved)
+    local flagged = M.flagged(repo)
+    if flagged > 0 then
+      parts[#parts + 1] = (sym.preserved or ' ⚠') .. tostring(flagged)
     end
     return vim.trim(table.concat(parts))
   end)

@@ -99,11 +99,152 @@ function M.current_path()
   return M.realpath(vim.fn.getcwd())
 end
 
---- `vim.notify` with the plugin's prefix.
+---@class slipway.Note
+---@field time integer when it was shown (`os.time()`)
+---@field level integer a `vim.log.levels` value
+---@field text string the whole message, every line
+
+--- Every message the plugin showed, oldest first: `:Slipway details` lists them.
+---@type slipway.Note[]
+M.history = {}
+
+--- One-line messages held back while in Insert or Replace mode (shown on `InsertLeave`).
+---@type { msg: string, level: integer, opts: table }[]
+local held = {}
+
+local function in_insert()
+  local mode = vim.api.nvim_get_mode().mode
+  return mode:sub(1, 1) == 'i' or mode:sub(1, 1) == 'R'
+end
+
+local function show_held()
+  local last, count = held[#held], #held
+  held = {}
+  if last then
+    local msg = last.msg
+    if count > 1 then
+      msg = msg .. (' (+%d: :Slipway details)'):format(count - 1)
+    end
+    vim.notify(msg, last.level, last.opts)
+  end
+end
+
+--- The one line shown for `text`: its first line, `(:Slipway details)` when
+--- there is more, cut to the width an echo takes without a hit-enter prompt.
+---@param text string
+---@return string
+function M.one_line(text)
+  local first, more = text:match('^([^\n]*)\n(.*)$')
+  first = first or text
+  local hint = (more and vim.trim(more) ~= '') and ' (:Slipway details)' or ''
+  local width = vim.v.echospace
+  if type(width) ~= 'number' or width < 40 then
+    width = math.max(40, vim.o.columns - 12)
+  end
+  width = width - 1
+  local line = 'slipway: ' .. first
+  if vim.fn.strdisplaywidth(line .. hint) > width then
+    -- Cut short: the ellipsis says there is more (in `:Slipway details`).
+    hint = ''
+    local keep = width - 1
+    while keep > 10 and vim.fn.strdisplaywidth(vim.fn.strcharpart(line, 0, keep)) > width - 1 do
+      keep = keep - 1
+    end
+    line = vim.fn.strcharpart(line, 0, keep) .. '…'
+  end
+  return line .. hint
+end
+
+--- `vim.notify` with one line (the plugin's prefix, the first line of `msg`):
+--- never a hit-enter prompt. The whole text goes to `M.history` (`:Slipway
+--- details`) and to `opts.details` for custom `vim.notify` functions. A message
+--- sent in Insert mode is shown again when Insert mode ends.
 ---@param msg string
 ---@param level? integer a `vim.log.levels` value (default INFO)
 function M.notify(msg, level)
-  vim.notify('slipway: ' .. msg, level or vim.log.levels.INFO, { title = 'slipway' })
+  level = level or vim.log.levels.INFO
+  M.history[#M.history + 1] = { time = os.time(), level = level, text = msg }
+  if #M.history > 200 then
+    table.remove(M.history, 1)
+  end
+  local line = M.one_line(msg)
+  local opts = { title = 'slipway', details = msg }
+  vim.notify(line, level, opts)
+  if in_insert() then
+    if #held == 0 then
+      vim.api.nvim_create_autocmd('InsertLeave', {
+        once = true,
+        desc = 'slipway: show the messages sent in Insert mode',
+        callback = function()
+          vim.schedule(show_held)
+        end,
+      })
+    end
+    held[#held + 1] = { msg = line, level = level, opts = opts }
+  end
+end
+
+--- Opens (or refreshes) the `slipway://details` buffer: every message in full, oldest first.
+---@return integer buf
+function M.show_details()
+  local name = 'slipway://details'
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].bufhidden = 'hide'
+    vim.bo[buf].filetype = 'slipway-details'
+    vim.keymap.set('n', 'q', '<Cmd>close<CR>', { buffer = buf, desc = 'slipway: close the details' })
+  end
+  local names = { [0] = 'TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'OFF' }
+  local lines = {}
+  for _, n in ipairs(M.history) do
+    local text = vim.split(n.text, '\n')
+    lines[#lines + 1] = ('%s %s %s'):format(os.date('%H:%M:%S', n.time), names[n.level] or '?', text[1])
+    for i = 2, #text do
+      lines[#lines + 1] = '    ' .. text[i]
+    end
+  end
+  if #lines == 0 then
+    lines = { 'no slipway messages yet' }
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd('botright sbuffer ' .. buf)
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_height(win, math.min(15, math.max(3, #lines)))
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+  vim.api.nvim_win_set_cursor(win, { #lines, 0 })
+  return buf
+end
+
+--- The sidecar's advice in editor terms: `git worktree remove --force PATH`
+--- reads `:Slipway close BRANCH` (the branch named in the text, else the path).
+---@param text string
+---@return string
+function M.editor_text(text)
+  local branch = text:match('%(branch ([^)]+)%)')
+  return (
+    text:gsub('git worktree remove %-%-force (%S+)', function(path)
+      return ':Slipway close ' .. (branch or path:gsub('[;,.]$', ''))
+    end)
+  )
+end
+
+--- `v`, or nil when it is missing: nil, JSON null (`vim.NIL`) or an empty string.
+---@generic T
+---@param v T
+---@return T?
+function M.present(v)
+  if v == nil or v == vim.NIL or v == '' then
+    return nil
+  end
+  return v
 end
 
 --- Shortens a commit id.
