@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(15);
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 10] = [
+const DESIGN_COMMANDS: [&str; 13] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -28,6 +28,9 @@ const DESIGN_COMMANDS: [&str; 10] = [
     "slipway.close",
     "slipway.status",
     "slipway.workspaces",
+    "slipway.diff",
+    "slipway.runs",
+    "slipway.log",
 ];
 
 fn canon(p: &Path) -> PathBuf {

@@ -407,8 +407,7 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
     let runs = env.slipway_json(&repo, &["runs"]);
     let entry = &runs["runs"][0];
     assert_eq!(entry["runId"], "run-follow-1");
-    assert_eq!(entry["state"], "finished");
-    assert_eq!(entry["result"]["status"], "completed");
+    assert_eq!(entry["status"], "completed");
     let (_, err) = env.slipway_fail(&repo, &["logs", "no-such-run"]);
     assert_eq!(err["kind"], "unknownRun");
 }

@@ -34,7 +34,10 @@ pub enum Command {
     /// Serve the editor sidecar protocol (JSON-RPC, LSP framing) on stdin/stdout.
     Lsp(LspArgs),
     /// Print a run's log; with --follow, keep printing until the run ends.
+    #[command(alias = "log")]
     Logs(LogsArgs),
+    /// What a worktree holds against its base, committed and uncommitted.
+    Diff(DiffArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
     /// Docker images for the docker sandboxes.
@@ -244,6 +247,15 @@ pub struct LspArgs {
     /// Accepted and ignored: language clients add it; stdio is the only transport.
     #[arg(long, hide = true)]
     pub stdio: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The worktree: its id, its path or its branch.
+    pub worktree: String,
+    /// One file (relative to the worktree root): its unified diff against the base.
+    #[arg(long, value_name = "P")]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,16 +1,24 @@
-//! `slipway logs`: print a run's log, and follow it while the run goes on.
+//! `slipway logs` (or `log`): print a run's log, and follow it while the run
+//! goes on; with `--json`, one document `{runId, text, next, done}` once the
+//! log is read (to the run's end with `--follow`).
 
 use slipway_core::error::ErrorKind;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use slipway_core::git::HostRepo;
-use slipway_core::run::record::{RunRecord, RunState};
+use slipway_core::run::log_read;
+use slipway_core::run::record::RunRecord;
 
 use super::CliError;
 
-pub fn print_log(host: &HostRepo, run: Option<&str>, follow: bool) -> Result<ExitCode, CliError> {
+pub fn print_log(
+    host: &HostRepo,
+    run: Option<&str>,
+    follow: bool,
+    json: bool,
+) -> Result<ExitCode, CliError> {
     let dir = host.slipway_dir();
     let run_id = match run {
         Some(id) => id.to_owned(),
@@ -21,45 +29,34 @@ pub fn print_log(host: &HostRepo, run: Option<&str>, follow: bool) -> Result<Exi
                 CliError::new(ErrorKind::UnknownRun, "no runs yet in this repository")
             })?,
     };
-    let path = dir.join("logs").join(format!("{run_id}.log"));
-    if !path.exists() && RunRecord::load(&dir, &run_id).is_none() {
-        return Err(CliError::new(
-            ErrorKind::UnknownRun,
-            format!("no run '{run_id}' in this repository; see `slipway runs`"),
-        ));
-    }
-    let mut offset = 0u64;
-    let stdout = std::io::stdout();
-    loop {
-        if let Ok(mut f) = std::fs::File::open(&path) {
-            f.seek(SeekFrom::Start(offset))?;
-            let mut buf = Vec::new();
-            f.read_to_end(&mut buf)?;
-            offset += buf.len() as u64;
-            let mut out = stdout.lock();
-            out.write_all(&buf)?;
+    let mut next = 0;
+    let mut text = String::new();
+    let done = loop {
+        let chunk = log_read::read(host, &run_id, next).map_err(|e| CliError::from_failure(&e))?;
+        let advanced = chunk.next > next;
+        next = chunk.next;
+        if json {
+            text.push_str(&chunk.text);
+        } else {
+            let mut out = std::io::stdout().lock();
+            out.write_all(chunk.text.as_bytes())?;
             out.flush()?;
         }
-        if !follow {
-            return Ok(ExitCode::SUCCESS);
+        if chunk.done {
+            break true;
         }
-        let finished = match RunRecord::load(&dir, &run_id) {
-            Some(mut r) => {
-                r.settle_if_dead(&dir);
-                r.state == RunState::Finished
+        // A read that found something may have stopped at a chunk's end: read on at once.
+        if !advanced {
+            if !follow {
+                break false;
             }
-            None => true,
-        };
-        if finished {
-            // One last read catches lines written just before the end.
-            if let Ok(mut f) = std::fs::File::open(&path) {
-                f.seek(SeekFrom::Start(offset))?;
-                let mut buf = Vec::new();
-                f.read_to_end(&mut buf)?;
-                stdout.lock().write_all(&buf)?;
-            }
-            return Ok(ExitCode::SUCCESS);
+            std::thread::sleep(Duration::from_millis(200));
         }
-        std::thread::sleep(Duration::from_millis(200));
+    };
+    if json {
+        super::print_json(&serde_json::json!({
+            "runId": run_id, "text": text, "next": next, "done": done,
+        }));
     }
+    Ok(ExitCode::SUCCESS)
 }

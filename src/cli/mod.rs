@@ -222,7 +222,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Demo(args) => demo::run_demo(args.dir, cli.json),
         Command::Logs(args) => {
             let host = open(&cli.repo)?;
-            logs::print_log(&host, args.run.as_deref(), args.follow)
+            logs::print_log(&host, args.run.as_deref(), args.follow, cli.json)
         }
         Command::Image(args::ImageCommand::Build(args)) => image_build(args, cli.json),
         Command::Sandbox(command) => {
@@ -232,15 +232,36 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Workspace(command) => workspace::dispatch(command, cli.json),
         Command::Runs => {
             let host = open(&cli.repo)?;
-            let dir = host.slipway_dir();
-            let mut records = slipway_core::run::record::RunRecord::load_all(&dir);
-            for r in &mut records {
-                r.settle_if_dead(&dir);
-            }
+            let runs = run::listing::runs(&host);
             if cli.json {
-                print_json(&serde_json::json!({ "runs": records }));
+                print_json(&serde_json::json!({ "runs": runs }));
             } else {
-                print!("{}", render::runs(&records));
+                print!("{}", render::runs(&runs));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Diff(args) => {
+            use slipway_core::review::diff;
+            let host = open(&cli.repo)?;
+            match &args.path {
+                Some(path) => {
+                    let texts = diff::file_texts(&host, &args.worktree, path)
+                        .map_err(|e| CliError::from_failure(&e))?;
+                    if cli.json {
+                        print_json(&texts);
+                    } else {
+                        print!("{}", diff::unified(&texts)?);
+                    }
+                }
+                None => {
+                    let found = diff::diff(&host, &args.worktree)
+                        .map_err(|e| CliError::from_failure(&e))?;
+                    if cli.json {
+                        print_json(&found);
+                    } else {
+                        print!("{}", render::diff(&found));
+                    }
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

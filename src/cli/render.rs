@@ -226,29 +226,68 @@ pub fn run_result(r: &RunResult) -> String {
     out
 }
 
-pub fn runs(records: &[slipway_core::run::record::RunRecord]) -> String {
-    use slipway_core::run::record::RunState;
-    if records.is_empty() {
+pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
+    if runs.is_empty() {
         return "No runs.\n".to_owned();
     }
     let mut out = String::new();
-    for r in records {
-        let status = match (&r.state, &r.result) {
-            (RunState::Running, _) => format!("running (pid {})", r.pid),
-            (RunState::Finished, Some(result)) => format!("{:?}", result.status).to_lowercase(),
-            (RunState::Finished, None) => "finished".to_owned(),
-        };
+    for r in runs {
         let _ = writeln!(
             out,
-            "{}  {}  {}  {}",
+            "{}  {}  {}  {}  {}",
             r.run_id,
-            status,
+            r.status,
+            r.agent.as_deref().unwrap_or("-"),
             r.branch.as_deref().unwrap_or("-"),
             r.worktree_path
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         );
+        if let Some(line) = &r.last_line {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    out
+}
+
+/// A worktree's change, one line a file: status, +added -removed, where
+/// the change is (committed, uncommitted or both), the path.
+pub fn diff(d: &slipway_core::review::diff::WorktreeDiff) -> String {
+    use slipway_core::review::diff::FileStatus;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}..{} (and uncommitted files)",
+        short(&d.base),
+        short(&d.head)
+    );
+    if d.files.is_empty() {
+        let _ = writeln!(out, "  no changes");
+    }
+    for f in &d.files {
+        let letter = match f.status {
+            FileStatus::Added => 'A',
+            FileStatus::Modified => 'M',
+            FileStatus::Deleted => 'D',
+            FileStatus::Renamed => 'R',
+        };
+        let counts = if f.binary {
+            "binary".to_owned()
+        } else {
+            format!("+{} -{}", f.additions, f.deletions)
+        };
+        let place = match (f.committed, f.uncommitted) {
+            (true, true) => "committed+uncommitted",
+            (true, false) => "committed",
+            (false, true) => "uncommitted",
+            (false, false) => "",
+        };
+        let path = match &f.old_path {
+            Some(old) => format!("{old} -> {}", f.path),
+            None => f.path.clone(),
+        };
+        let _ = writeln!(out, "{letter} {counts:>12}  {place:<21}  {path}");
     }
     out
 }

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
-    self, CancelArgs, CloseArgs, CreateArgs, ResolveArgs, RootArgs, RunArgs, error, failure,
+    self, CancelArgs, CloseArgs, CreateArgs, DiffArgs, ResolveArgs, RootArgs, RunArgs, error,
+    failure,
 };
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
@@ -149,6 +150,41 @@ pub fn close(args: CloseArgs) -> Answer {
             "reason": reason, "changedPaths": changed_paths, "commands": commands,
         }),
     })
+}
+
+/// `slipway.diff`: the whole change, or one file's two texts.
+pub fn diff(args: DiffArgs) -> Answer {
+    use slipway_core::review::diff;
+    let host = open(&args.root)?;
+    match &args.path {
+        Some(path) => diff::file_texts(&host, &args.worktree, path).map(|t| to_value(&t)),
+        None => diff::diff(&host, &args.worktree).map(|d| to_value(&d)),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// `slipway.runs`.
+pub fn runs(args: RootArgs) -> Answer {
+    let host = open(&args.root)?;
+    Ok(json!({ "runs": run::listing::runs(&host) }))
+}
+
+/// `slipway.log`: the first repository of `roots` that knows the run reads
+/// its log from `from`; the answer and that repository's root.
+pub fn log(roots: &[PathBuf], run_id: &str, from: u64) -> Result<(Value, PathBuf), jsonrpc::Error> {
+    for root in roots {
+        let Ok(host) = HostRepo::open(root) else {
+            continue;
+        };
+        if !run::log_read::known(&host, run_id) {
+            continue;
+        }
+        let chunk = run::log_read::read(&host, run_id, from).map_err(|e| failure(&e))?;
+        return Ok((to_value(&chunk), host.root().to_path_buf()));
+    }
+    Err(failure(&run::log_read::LogError::UnknownRun {
+        run_id: run_id.to_owned(),
+    }))
 }
 
 /// `slipway.cancel`.

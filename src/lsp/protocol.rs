@@ -20,7 +20,7 @@ use slipway_core::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usa
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 10] = [
+pub const COMMANDS: [&str; 13] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -31,6 +31,9 @@ pub const COMMANDS: [&str; 10] = [
     "slipway.close",
     "slipway.status",
     "slipway.workspaces",
+    "slipway.diff",
+    "slipway.runs",
+    "slipway.log",
 ];
 
 /// `{root}`.
@@ -184,6 +187,42 @@ pub struct CloseArgs {
     /// Remove even with uncommitted changes.
     #[serde(default)]
     pub force: bool,
+}
+
+/// `slipway.diff`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffArgs {
+    /// Repository.
+    pub root: PathBuf,
+    /// Id, path or branch.
+    pub worktree: String,
+    /// One file (relative to the worktree root): its two texts instead of the list.
+    pub path: Option<String>,
+}
+
+/// `slipway.log`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogArgs {
+    /// The run.
+    pub run_id: String,
+    /// Byte offset to read from (default 0).
+    #[serde(default)]
+    pub from: u64,
+    /// Send what is appended as `slipway/log` notifications until the run ends.
+    #[serde(default)]
+    pub follow: bool,
+    /// Its repository, when the sidecar has not seen the run.
+    pub root: Option<PathBuf>,
+}
+
+/// The `slipway/log` notification: what a followed run's log gained.
+pub enum RunLog {}
+
+impl Notification for RunLog {
+    type Params = Value;
+    const METHOD: &'static str = "slipway/log";
 }
 
 /// `slipway.status`.

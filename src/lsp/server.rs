@@ -17,7 +17,9 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use super::commands;
 use super::detach;
-use super::protocol::{self, CancelArgs, PROTOCOL_VERSION, RunArgs, StatusArgs, error, parse_args};
+use super::protocol::{
+    self, CancelArgs, LogArgs, PROTOCOL_VERSION, RunArgs, RunLog, StatusArgs, error, parse_args,
+};
 use super::state::State;
 
 /// The slipway sidecar.
@@ -41,14 +43,7 @@ impl SlipwayServer {
     }
 
     async fn cancel(&self, args: CancelArgs) -> Result<Value> {
-        let mut roots: Vec<PathBuf> = Vec::new();
-        if let Some(root) = &args.root {
-            roots.push(root.clone());
-        }
-        if let Some(root) = self.state.root_of_run(&args.run_id).await {
-            roots.push(root);
-        }
-        roots.extend(self.state.roots().await);
+        let roots = self.run_roots(&args.run_id, args.root.clone()).await;
         let run_id = args.run_id.clone();
         let answer = tokio::task::spawn_blocking(move || {
             for root in roots {
@@ -73,6 +68,57 @@ impl SlipwayServer {
         tracing::info!(run_id, "cancel requested");
         self.state.poke();
         answer
+    }
+
+    /// The repositories a run may be in: the one named, the one the run was
+    /// seen in, then every one served.
+    async fn run_roots(&self, run_id: &str, root: Option<PathBuf>) -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = root.into_iter().collect();
+        if let Some(root) = self.state.root_of_run(run_id).await {
+            roots.push(root);
+        }
+        roots.extend(self.state.roots().await);
+        roots
+    }
+
+    /// `slipway.log`: the log from `from`; with `follow`, a task then polls
+    /// the file and sends what is appended as `slipway/log` until the run
+    /// ends (a read of a file a few times a second costs next to nothing).
+    async fn log(&self, args: LogArgs) -> Result<Value> {
+        let roots = self.run_roots(&args.run_id, args.root.clone()).await;
+        let run_id = args.run_id.clone();
+        let (answer, root) = blocking(move || commands::log(&roots, &run_id, args.from)).await?;
+        let done = answer["done"].as_bool().unwrap_or(true);
+        if args.follow && !done {
+            let client = self.client.clone();
+            let run_id = args.run_id;
+            let mut next = answer["next"].as_u64().unwrap_or(0);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                    let (id, roots) = (run_id.clone(), vec![root.clone()]);
+                    let read =
+                        tokio::task::spawn_blocking(move || commands::log(&roots, &id, next)).await;
+                    let Ok(Ok((chunk, _))) = read else {
+                        tracing::warn!(run_id, "following the log stopped: it cannot be read");
+                        return;
+                    };
+                    let done = chunk["done"].as_bool().unwrap_or(true);
+                    next = chunk["next"].as_u64().unwrap_or(next);
+                    if chunk["text"].as_str().is_some_and(|t| !t.is_empty()) || done {
+                        let mut params = chunk;
+                        if let Value::Object(map) = &mut params {
+                            map.insert("runId".into(), json!(run_id));
+                        }
+                        client.send_notification::<RunLog>(params).await;
+                    }
+                    if done {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(answer)
     }
 
     async fn start_run(&self, args: RunArgs, handoff: bool) -> Result<Value> {
@@ -144,9 +190,10 @@ static GIT_WORK: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLo
     tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
 });
 
-async fn blocking<F>(f: F) -> Result<Value>
+async fn blocking<T, F>(f: F) -> Result<T>
 where
-    F: FnOnce() -> Result<Value> + Send + 'static,
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
 {
     let _permit = GIT_WORK
         .acquire()
@@ -265,6 +312,15 @@ impl LanguageServer for SlipwayServer {
             "slipway.handoff" => self.start_run(parse_args(&command, &args)?, true).await,
             "slipway.cancel" => self.cancel(parse_args(&command, &args)?).await,
             "slipway.workspaces" => blocking(commands::workspaces).await,
+            "slipway.diff" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::diff(a)).await
+            }
+            "slipway.runs" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::runs(a)).await
+            }
+            "slipway.log" => self.log(parse_args(&command, &args)?).await,
             "slipway.status" => status_command(&self.state, parse_args(&command, &args)?).await,
             other => Err(error(
                 ErrorKind::UnknownCommand,

@@ -22,6 +22,10 @@ pub enum Operation {
         target: String,
         ours: String,
         new: String,
+        /// Only the ref moves (the target is not checked out): there are no
+        /// files to put back. Absent in journals of an older slipway.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        ref_only: bool,
     },
     /// A worktree being made: its record, registration, checkout and copy-in.
     Create {

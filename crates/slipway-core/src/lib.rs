@@ -12,6 +12,7 @@ pub mod journal;
 pub mod nofollow;
 pub mod plan;
 pub mod recovery;
+pub mod review;
 pub mod run;
 pub mod sandbox;
 pub mod testhook;

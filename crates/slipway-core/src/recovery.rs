@@ -21,7 +21,11 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
         .collect();
     for entry in interrupted {
         let done = match &entry.op {
-            Operation::Merge { target, ours, new } => recover_merge(host, target, ours, new),
+            // A ref that did not move changed nothing: no file to put back.
+            Operation::Merge { ref_only: true, .. } => Ok(None),
+            Operation::Merge {
+                target, ours, new, ..
+            } => recover_merge(host, target, ours, new),
             Operation::Create { .. } | Operation::Close { .. } => {
                 crate::worktree::recover(host, &entry.op)
             }

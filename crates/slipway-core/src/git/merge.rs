@@ -124,6 +124,9 @@ pub struct MergePlan {
     pub fast_forward: bool,
     /// Every path whose file changes.
     pub paths: Vec<String>,
+    /// `target` is the host's checked-out branch: its files and index are
+    /// written too. Otherwise only the ref moves.
+    pub checkout: bool,
 }
 
 /// What merging needs to know besides the repository.
@@ -145,12 +148,7 @@ pub fn plan(
     request: &MergeRequest<'_>,
 ) -> Result<Option<MergePlan>, MergeError> {
     let branch = request.branch;
-    let deadline = Deadline {
-        // A timeout too large to add is no timeout.
-        at: Instant::now().checked_add(request.timeout),
-        secs: request.timeout.as_secs(),
-        branch,
-    };
+    let deadline = Deadline::new(request.timeout, branch);
     let head_ref = host.find_reference("HEAD")?;
     let Some(target_full) = head_ref.symbolic_target().ok().flatten().map(str::to_owned) else {
         return Err(MergeError::DetachedHost {
@@ -186,8 +184,8 @@ pub fn plan(
         return Ok(None);
     }
     let fast_forward = host.graph_descendant_of(theirs.id(), ours.id())?;
-    let (new_commit, new_tree) = if fast_forward {
-        (theirs.id(), theirs.tree()?)
+    let new_commit = if fast_forward {
+        theirs.id()
     } else {
         let tree_id = match merge_trees_in_time(host, ours.id(), theirs.id(), &deadline)? {
             Merged::Tree(tree_id) => tree_id,
@@ -203,31 +201,49 @@ pub fn plan(
         let sig = super::signature(host)?;
         let message = format!("Merge branch '{branch}' into {target}\n");
         // Written as an object only: no ref moves until the files are in place.
-        let commit = host.commit(None, &sig, &sig, &message, &tree, &[&ours, &theirs])?;
-        (commit, tree)
+        host.commit(None, &sig, &sig, &message, &tree, &[&ours, &theirs])?
     };
-    let changes = changed_paths_between(host, Some(&ours.tree()?), &new_tree)?;
+    let plan = MergePlan {
+        branch: branch.to_owned(),
+        target: target_full,
+        ours: ours.id(),
+        new: new_commit,
+        fast_forward,
+        paths: Vec::new(),
+        checkout: true,
+    };
+    checked(host, plan, &deadline).map(Some)
+}
+
+/// Fills in the paths a plan writes and checks the host checkout can take
+/// them (see [`in_the_way`]); a plan for a branch that is not checked out
+/// (`checkout` false) writes no file and moves only the ref.
+pub fn checked(
+    host: &Repository,
+    mut plan: MergePlan,
+    deadline: &Deadline,
+) -> Result<MergePlan, MergeError> {
+    if !plan.checkout {
+        return Ok(plan);
+    }
+    let ours_tree = host.find_commit(plan.ours)?.tree()?;
+    let new_tree = host.find_commit(plan.new)?.tree()?;
+    let changes = changed_paths_between(host, Some(&ours_tree), &new_tree)?;
     if deadline.passed() {
         return Err(deadline.error());
     }
     let blocked = in_the_way(host, &changes)?;
     if !blocked.is_empty() {
         return Err(MergeError::HostDirty {
-            branch: branch.to_owned(),
+            branch: plan.branch,
             paths: blocked,
         });
     }
     if deadline.passed() {
         return Err(deadline.error());
     }
-    Ok(Some(MergePlan {
-        branch: branch.to_owned(),
-        target: target_full,
-        ours: ours.id(),
-        new: new_commit,
-        fast_forward,
-        paths: changes.into_iter().map(|c| c.path).collect(),
-    }))
+    plan.paths = changes.into_iter().map(|c| c.path).collect();
+    Ok(plan)
 }
 
 /// Merges `request.branch` into the host: plans it, journals the plan, writes
@@ -240,6 +256,15 @@ pub fn merge_into_host(
     let Some(plan) = plan(host.git(), request)? else {
         return Ok(MergeOutcome::UpToDate);
     };
+    apply_journaled(host, &plan)
+}
+
+/// Writes a checked plan (see [`apply`]) under a journal entry, so a merge
+/// killed half way is undone by the next slipway command.
+pub fn apply_journaled(
+    host: &super::HostRepo,
+    plan: &MergePlan,
+) -> Result<MergeOutcome, MergeError> {
     let journal = crate::journal::Journal::begin(
         &host.slipway_dir(),
         &format!("merge-{}", crate::util::random_hex(4)),
@@ -247,9 +272,10 @@ pub fn merge_into_host(
             target: plan.target.clone(),
             ours: plan.ours.to_string(),
             new: plan.new.to_string(),
+            ref_only: !plan.checkout,
         },
     )?;
-    let outcome = apply(host.git(), &plan);
+    let outcome = apply(host.git(), plan);
     // The outcome stands either way (applied, or put back): the journal has
     // nothing left to recover.
     if let Err(e) = journal.finish() {
@@ -326,6 +352,19 @@ fn in_the_way(host: &Repository, changes: &[Change]) -> Result<Vec<String>, git2
 /// the branch by compare-and-swap. If the branch moved meanwhile the files
 /// are put back and nothing changed.
 pub fn apply(host: &Repository, plan: &MergePlan) -> Result<MergeOutcome, MergeError> {
+    if plan.checkout {
+        // The user may have switched since the plan was checked: its files
+        // would go into the wrong checkout.
+        let now = super::worktrees::head_branch(host);
+        let short = plan.target.trim_start_matches("refs/heads/");
+        if now.as_deref() != Some(short) {
+            return Err(MergeError::HostSwitched {
+                branch: plan.branch.clone(),
+                into: short.to_owned(),
+                now: now.unwrap_or_else(|| "a detached HEAD".to_owned()),
+            });
+        }
+    }
     let new_tree = host.find_commit(plan.new)?.tree()?;
     write_paths(host, &new_tree, &plan.paths, true)?;
     let message = if plan.fast_forward {
@@ -506,39 +545,53 @@ fn blob_of_file(path: &std::path::Path) -> Option<Oid> {
 }
 
 /// When a merge must have started changing the host, and what to say if not.
-struct Deadline<'a> {
+pub struct Deadline {
     at: Option<Instant>,
     secs: u64,
-    branch: &'a str,
+    branch: String,
 }
 
-impl Deadline<'_> {
-    fn passed(&self) -> bool {
+impl Deadline {
+    /// `timeout` from now, for merging `branch`.
+    pub fn new(timeout: Duration, branch: &str) -> Deadline {
+        Deadline {
+            // A timeout too large to add is no timeout.
+            at: Instant::now().checked_add(timeout),
+            secs: timeout.as_secs(),
+            branch: branch.to_owned(),
+        }
+    }
+
+    /// Whether the time is up.
+    pub fn passed(&self) -> bool {
         self.at.is_some_and(|at| Instant::now() >= at)
     }
 
-    fn error(&self) -> MergeError {
+    /// The error of a merge that ran out of time.
+    pub fn error(&self) -> MergeError {
         MergeError::Timeout {
-            branch: self.branch.to_owned(),
+            branch: self.branch.clone(),
             secs: self.secs,
         }
     }
 }
 
 /// An in-memory merge of two commits: its tree, or the conflicting paths.
-enum Merged {
+pub enum Merged {
+    /// The merged tree, written as an object.
     Tree(Oid),
+    /// The paths that conflict.
     Conflicts(Vec<String>),
 }
 
 /// Merges the trees of `ours` and `theirs` on a helper thread with its own
 /// handle, so a merge that outlasts the deadline can be left behind: it only
 /// writes tree objects, which nothing refers to.
-fn merge_trees_in_time(
+pub fn merge_trees_in_time(
     host: &Repository,
     ours: Oid,
     theirs: Oid,
-    deadline: &Deadline<'_>,
+    deadline: &Deadline,
 ) -> Result<Merged, MergeError> {
     let git_dir = host.path().to_path_buf();
     let (send, receive) = std::sync::mpsc::channel();

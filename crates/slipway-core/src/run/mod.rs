@@ -27,6 +27,8 @@ use record::{EventLog, RunRecord, RunState};
 
 mod active;
 pub mod heard;
+pub mod listing;
+pub mod log_read;
 mod place;
 pub mod private_git;
 mod process;
@@ -86,6 +88,17 @@ pub enum SandboxSpec {
         #[serde(default)]
         network: Option<String>,
     },
+}
+
+impl SandboxSpec {
+    /// The kind's name, as in the JSON `type`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            SandboxSpec::None => "none",
+            SandboxSpec::Docker { .. } => "docker",
+            SandboxSpec::DockerIsolated { .. } => "docker-isolated",
+        }
+    }
 }
 
 /// Commands run before the agent.
@@ -611,6 +624,8 @@ pub async fn run(
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
     let slipway_dir = host.slipway_dir();
     let mut record = RunRecord::starting(&run_id);
+    record.agent = Some(request.agent.name().to_owned());
+    record.sandbox = Some(request.sandbox.kind_name().to_owned());
     // A run nobody can follow (its record cannot be written: a full disk, a
     // read-only folder) does not start.
     let saved = worktree::ensure_slipway_dir(host)

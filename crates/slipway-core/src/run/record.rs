@@ -45,6 +45,14 @@ pub struct RunRecord {
     /// died still reports the commits its branch gained since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_commit: Option<String>,
+    /// The agent's provider name (`command`, `claude-code`, …); absent in
+    /// records of an older slipway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The sandbox kind (`none`, `docker`, `docker-isolated`); absent in
+    /// records of an older slipway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     /// The result, once finished.
     pub result: Option<RunResult>,
 }
@@ -75,6 +83,8 @@ impl RunRecord {
             branch: None,
             worktree_path: None,
             start_commit: None,
+            agent: None,
+            sandbox: None,
             result: None,
         }
     }

@@ -1,0 +1,391 @@
+//! What a worktree holds against the commit it started from: its commits
+//! and its uncommitted files (untracked ones included, ignored ones not)
+//! together, as `git diff -M <base>` shows them in the worktree once its
+//! untracked files are added with `git add -N`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Repository};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::{find_record, known_list};
+use crate::error::{ErrorKind, Failure, Hint};
+use crate::git::HostRepo;
+
+/// A text larger than this is not sent whole (the editor shows a diff, not a dump).
+const TEXT_LIMIT: u64 = 8 << 20;
+
+/// How a file differs from the base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FileStatus {
+    /// New since the base (committed, or an untracked file).
+    Added,
+    /// Changed content or mode (a type change counts here).
+    Modified,
+    /// Gone.
+    Deleted,
+    /// Moved, maybe changed (git's `-M` similarity, 50%).
+    Renamed,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    /// Its path now (the old path for a deleted file).
+    pub path: String,
+    /// Where a renamed file was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    /// How it differs.
+    pub status: FileStatus,
+    /// Lines added (0 for binary files, as `git diff --numstat` says `-`).
+    pub additions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// Whether git takes it for binary.
+    pub binary: bool,
+    /// Some of the change is in the worktree's commits.
+    pub committed: bool,
+    /// Some of the change is not committed yet.
+    pub uncommitted: bool,
+}
+
+/// A worktree's whole change against its base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeDiff {
+    /// The commit the worktree started from (its record's base).
+    pub base: String,
+    /// The worktree's HEAD commit.
+    pub head: String,
+    /// Every changed file, sorted by path.
+    pub files: Vec<FileChange>,
+}
+
+/// One file's two sides, for an editor's diff view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileTexts {
+    /// The path asked for.
+    pub path: String,
+    /// The file at the base (at its old path when it was renamed); absent
+    /// when it is new, or binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_text: Option<String>,
+    /// The file in the worktree now (a symlink's target, as git stores
+    /// it); absent when it is gone, or binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree_text: Option<String>,
+    /// Either side holds a NUL byte (git's test) or is not UTF-8.
+    pub binary: bool,
+}
+
+/// Why a diff could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    /// No worktree matches the selector.
+    #[error(
+        "no slipway worktree matches '{selector}'; known: {}",
+        known_list(known)
+    )]
+    NotFound {
+        /// What was asked for.
+        selector: String,
+        /// The worktrees there are.
+        known: Vec<String>,
+    },
+    /// The path is absolute or leaves the worktree.
+    #[error(
+        "'{path}' is not a path inside the worktree (give it relative to the worktree root, without `..`)"
+    )]
+    BadPath {
+        /// The path given.
+        path: String,
+    },
+    /// The worktree's base commit is not in the repository.
+    #[error("the base commit {base} of worktree '{id}' is not in the repository")]
+    NoBase {
+        /// The worktree.
+        id: String,
+        /// Its recorded base.
+        base: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// Which.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl Failure for DiffError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            DiffError::NotFound { .. } => ErrorKind::WorktreeNotFound,
+            DiffError::BadPath { .. } => ErrorKind::InvalidParams,
+            DiffError::NoBase { .. } => ErrorKind::UnknownRef,
+            DiffError::Io { .. } => ErrorKind::Io,
+            DiffError::Git(_) => ErrorKind::Git,
+        }
+    }
+
+    fn data(&self) -> Map<String, Value> {
+        let mut data = Map::new();
+        if let DiffError::NotFound { known, .. } = self {
+            data.insert("known".into(), json!(known));
+        }
+        data
+    }
+
+    fn hints(&self) -> Vec<Hint> {
+        match self {
+            DiffError::NotFound { .. } => vec![Hint::ListWorktrees],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The worktree `selector` names, opened, with its base and HEAD commits.
+struct Opened {
+    repo: Repository,
+    root: PathBuf,
+    base: Oid,
+    head: Option<Oid>,
+}
+
+fn open(host: &HostRepo, selector: &str) -> Result<Opened, DiffError> {
+    let record = find_record(host, selector).map_err(|known| DiffError::NotFound {
+        selector: selector.to_owned(),
+        known,
+    })?;
+    let no_base = || DiffError::NoBase {
+        id: record.id.clone(),
+        base: record.base_commit.clone(),
+    };
+    let base = Oid::from_str(&record.base_commit).map_err(|_| no_base())?;
+    if host.git().find_commit(base).is_err() {
+        return Err(no_base());
+    }
+    let repo = Repository::open(&record.path)?;
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .map(|c| c.id());
+    Ok(Opened {
+        repo,
+        root: record.path,
+        base,
+        head,
+    })
+}
+
+/// The base tree against the working tree through the index, untracked
+/// files included as if `git add -N` had added them, renames found as
+/// `git diff -M` finds them.
+fn combined<'r>(repo: &'r Repository, base: &git2::Tree<'_>) -> Result<Diff<'r>, git2::Error> {
+    let mut opts = DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .show_untracked_content(true)
+        .include_typechange(true);
+    let mut diff = repo.diff_tree_to_workdir_with_index(Some(base), Some(&mut opts))?;
+    let mut find = DiffFindOptions::new();
+    find.renames(true).for_untracked(true);
+    diff.find_similar(Some(&mut find))?;
+    Ok(diff)
+}
+
+/// Every path (old and new) a diff touches.
+fn touched(diff: &Diff<'_>) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(p) = file.path() {
+                out.insert(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
+/// What the worktree `selector` holds against its base, committed and not.
+pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> {
+    let opened = open(host, selector)?;
+    let repo = &opened.repo;
+    let base_tree = repo.find_commit(opened.base)?.tree()?;
+    let head_tree = match opened.head {
+        Some(h) => Some(repo.find_commit(h)?.tree()?),
+        None => None,
+    };
+    let committed = touched(&repo.diff_tree_to_tree(Some(&base_tree), head_tree.as_ref(), None)?);
+    let mut opts = DiffOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true);
+    let uncommitted =
+        touched(&repo.diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut opts))?);
+    let diff = combined(repo, &base_tree)?;
+    let mut files = Vec::new();
+    for (i, delta) in diff.deltas().enumerate() {
+        let status = match delta.status() {
+            Delta::Added | Delta::Untracked | Delta::Copied => FileStatus::Added,
+            Delta::Deleted => FileStatus::Deleted,
+            Delta::Renamed => FileStatus::Renamed,
+            Delta::Modified | Delta::Typechange => FileStatus::Modified,
+            // Unmodified, ignored, unreadable and conflicted entries are no change.
+            _ => continue,
+        };
+        let name = |f: git2::DiffFile<'_>| f.path().map(|p| p.to_string_lossy().into_owned());
+        let (old, new) = (name(delta.old_file()), name(delta.new_file()));
+        let Some(path) = new.clone().or_else(|| old.clone()) else {
+            continue;
+        };
+        let old_path = (status == FileStatus::Renamed)
+            .then(|| old.clone())
+            .flatten();
+        let patch = git2::Patch::from_diff(&diff, i)?;
+        let binary = patch
+            .as_ref()
+            .is_some_and(|p| p.delta().flags().is_binary())
+            || delta.flags().is_binary();
+        let (additions, deletions) = match (&patch, binary) {
+            (Some(p), false) => {
+                let (_, add, del) = p.line_stats()?;
+                (add, del)
+            }
+            _ => (0, 0),
+        };
+        let either = |set: &HashSet<String>| {
+            set.contains(&path) || old_path.as_ref().is_some_and(|o| set.contains(o))
+        };
+        files.push(FileChange {
+            committed: either(&committed),
+            uncommitted: either(&uncommitted),
+            path,
+            old_path,
+            status,
+            additions,
+            deletions,
+            binary,
+        });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(WorktreeDiff {
+        base: opened.base.to_string(),
+        head: opened.head.map(|h| h.to_string()).unwrap_or_default(),
+        files,
+    })
+}
+
+/// One file's base and worktree text (`path` relative to the worktree root).
+pub fn file_texts(host: &HostRepo, selector: &str, path: &str) -> Result<FileTexts, DiffError> {
+    let bad = || DiffError::BadPath {
+        path: path.to_owned(),
+    };
+    let rel = Path::new(path);
+    if crate::nofollow::normal_components(rel).is_err() || crate::nofollow::names_git_dir(rel) {
+        return Err(bad());
+    }
+    let opened = open(host, selector)?;
+    let repo = &opened.repo;
+    let base_tree = repo.find_commit(opened.base)?.tree()?;
+    // A renamed file's base side is at its old path.
+    let diff = combined(repo, &base_tree)?;
+    let base_path = diff
+        .deltas()
+        .find(|d| d.status() == Delta::Renamed && d.new_file().path() == Some(rel))
+        .and_then(|d| d.old_file().path().map(Path::to_path_buf))
+        .unwrap_or_else(|| rel.to_path_buf());
+    let base_bytes = match base_tree.get_path(&base_path) {
+        Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {
+            Some(repo.find_blob(entry.id())?.content().to_vec())
+        }
+        _ => None,
+    };
+    let worktree_bytes = read_in_worktree(&opened.root, rel)?;
+    let text = |bytes: &Option<Vec<u8>>| -> Result<Option<String>, ()> {
+        match bytes {
+            None => Ok(None),
+            Some(b) if looks_binary(b) => Err(()),
+            Some(b) => String::from_utf8(b.clone()).map(Some).map_err(|_| ()),
+        }
+    };
+    match (text(&base_bytes), text(&worktree_bytes)) {
+        (Ok(base_text), Ok(worktree_text)) => Ok(FileTexts {
+            path: path.to_owned(),
+            base_text,
+            worktree_text,
+            binary: false,
+        }),
+        _ => Ok(FileTexts {
+            path: path.to_owned(),
+            base_text: None,
+            worktree_text: None,
+            binary: true,
+        }),
+    }
+}
+
+/// git's binary test: a NUL byte in the first 8000 bytes.
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8000).any(|&b| b == 0)
+}
+
+/// The file at `rel` in the worktree, never following a symlink on the way
+/// (a symlink there is read as its target, as git stores it).
+fn read_in_worktree(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, DiffError> {
+    use crate::nofollow::{Dir, Kind};
+    let fail = |source| DiffError::Io {
+        path: root.join(rel),
+        source,
+    };
+    let dir = Dir::open(root).map_err(fail)?;
+    let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => match dir.open_dir(p) {
+            Ok(d) => d,
+            // A missing folder (or a symlink or file where one would be)
+            // means no file there.
+            Err(_) => return Ok(None),
+        },
+        None => dir,
+    };
+    let Some(name) = rel.file_name() else {
+        return Ok(None);
+    };
+    match parent.kind_of(name).map_err(fail)? {
+        Some(Kind::File) => parent
+            .read(Path::new(name), TEXT_LIMIT)
+            .map(Some)
+            .map_err(fail),
+        Some(Kind::Symlink) => std::fs::read_link(root.join(rel))
+            .map(|t| Some(t.into_os_string().into_encoded_bytes()))
+            .map_err(fail),
+        _ => Ok(None),
+    }
+}
+
+/// A unified diff of two texts, for people (the CLI's `diff --path`).
+pub fn unified(texts: &FileTexts) -> Result<String, git2::Error> {
+    if texts.binary {
+        return Ok(format!("Binary file {} differs\n", texts.path));
+    }
+    let old = texts.base_text.as_deref().map(str::as_bytes);
+    let new = texts.worktree_text.as_deref().map(str::as_bytes);
+    let mut patch = git2::Patch::from_buffers(
+        old.unwrap_or_default(),
+        old.map(|_| Path::new(&texts.path)),
+        new.unwrap_or_default(),
+        new.map(|_| Path::new(&texts.path)),
+        None,
+    )?;
+    let buf = patch.to_buf()?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
