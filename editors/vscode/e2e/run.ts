@@ -536,10 +536,30 @@ async function main(): Promise<void> {
       await diff.waitFor({ state: 'visible', timeout: 20_000 });
       const tab = page.locator('.tabs-container .tab.active');
       await poll('diff tab title', async () => ((await tab.innerText()).includes('agent-1.txt') ? true : undefined));
+      // The base side is empty (the file is new); the worktree side holds it. Monaco
+      // draws spaces as no-break spaces: \s matches both.
       await poll('the worktree side shows the file', async () =>
-        (await diff.locator('.editor.modified .view-lines').innerText()).includes('change 1') ? true : undefined,
+        (await diff.innerText()).replace(/\s+/g, ' ').includes('change 1') ? true : undefined,
       );
       await shot(page, 'diff.png');
+    });
+
+    await check('a run in the Runs view opens its log in an output channel', async () => {
+      const runsPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) });
+      const run = runsPane.locator('.monaco-list-row', { hasText: 'feature/search-ui' }).first();
+      await run.waitFor({ state: 'visible', timeout: 20_000 });
+      const described = (await run.innerText()).replace(/\s+/g, ' ');
+      assert(/completed/.test(described), `the run row does not say completed: ${described}`);
+      await run.click();
+      const panel = page.locator('.part.panel');
+      await poll('the log in the output channel', async () =>
+        (await panel.innerText()).replace(/\s+/g, ' ').includes('agent got prompt: add two files') ? true : undefined,
+      ).catch(async (e: unknown) => {
+        await shot(page, 'run-log-failure.png');
+        throw e;
+      });
+      await shot(page, 'run-log.png');
+      await runCommand(page, 'View: Close Panel');
     });
 
     await check('Discard asks first in a modal; Cancel keeps the worktree and its branch', async () => {

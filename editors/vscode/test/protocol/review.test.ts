@@ -84,8 +84,10 @@ describe('slipway lsp: diff, runs, log, land and discard, as the Slipway view us
     assert.equal(run.status, 'completed');
     assert.equal(run.branch, 'feature/review');
     assert.equal(run.worktreePath, worktreePath);
-    assert.equal(run.lastLine, 'done');
+    // The log's last line (slipway writes its own closing line after the agent's).
+    assert.ok(run.lastLine, JSON.stringify(run));
     const view = runNodeView(run);
+    assert.match(view.tooltip, new RegExp(`last line: ${run.lastLine.replace(/[[\]]/g, '\\$&')}`));
     assert.equal(view.label, 'feature/review');
     assert.match(view.description, /^completed · command/);
   });
