@@ -559,7 +559,7 @@ async function main(): Promise<void> {
         throw e;
       });
       await shot(page, 'run-log.png');
-      await runCommand(page, 'View: Close Panel');
+      await runCommand(page, 'View: Toggle Panel Visibility');
     });
 
     await check('Discard asks first in a modal; Cancel keeps the worktree and its branch', async () => {
