@@ -149,6 +149,8 @@ cd "$EXT" || exit 1
 # @vscode/vsce (keytar, vsce-sign) would try to download prebuilt binaries.
 must "npm ci" npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 must "tsc (strict)" node_modules/.bin/tsc -p .
+must "esbuild bundle (out/extension.js)" node_modules/.bin/esbuild src/extension.ts --bundle --platform=node --format=cjs \
+  --target=node18 --external:vscode --sourcemap=external --outfile=out/extension.js --log-level=warning
 t=$(date +%s)
 if node_modules/.bin/eslint --max-warnings 0 .; then ok "eslint ($(elapsed "$t"))"; else fail "eslint"; fi
 
@@ -170,10 +172,18 @@ echo "== unit tests"
 node_tests "unit" unit out/test/unit/
 echo "== protocol tests (the real slipway lsp over vscode-jsonrpc)"
 node_tests "protocol" protocol --test-concurrency=1 out/test/protocol/
+echo "== the package (vsce ls: a handful of files; the bundle loads)"
+node_tests "package" package out/test/package/
 
 echo "== package"
 rm -f out/slipway.vsix
-must "vsce package" node_modules/.bin/vsce package --allow-missing-repository --skip-license -o out/slipway.vsix
+must "vsce package" node_modules/.bin/vsce package --no-dependencies --allow-missing-repository --skip-license -o out/slipway.vsix
+vsix_files() {
+  local n; n=$(python3 -c 'import sys, zipfile; print(sum(n.startswith("extension/") for n in zipfile.ZipFile(sys.argv[1]).namelist()))' out/slipway.vsix)
+  echo "  the .vsix holds $n files under extension/ ($(du -k out/slipway.vsix | cut -f1) kB)"
+  [ "$n" -le 8 ]
+}
+if vsix_files; then ok "the .vsix holds a handful of files"; else fail "the .vsix holds more than 8 files"; fi
 
 # ---------------------------------------------------------------------------
 if [ "${SLIPWAY_VSCODE_E2E:-1}" = 0 ]; then

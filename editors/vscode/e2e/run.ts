@@ -34,7 +34,7 @@ const ARTIFACTS = need('ARTIFACTS');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const STATUS_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.status"]';
 const QUICK_INPUT = '.quick-input-widget';
-const WATCHDOG_MS = 300_000;
+const WATCHDOG_MS = 420_000;
 
 let passed = 0;
 let failed = 0;
@@ -484,10 +484,121 @@ async function main(): Promise<void> {
       await done.waitFor({ state: 'visible', timeout: 60_000 });
       await shot(page, 'run-finished.png');
       const actions = await done.locator('.monaco-button').allInnerTexts();
-      assert(actions.includes('Open') && actions.includes('Close'), `actions are ${JSON.stringify(actions)}`);
+      assert(
+        actions.includes('Open') && actions.includes('Close Worktree…') && actions.includes('Dismiss') && !actions.includes('Close'),
+        `actions are ${JSON.stringify(actions)}`,
+      );
       const commits = fx.git(fx.repo, 'log', '--format=%s', `${before}..feature/search-ui`).split('\n');
       assert(JSON.stringify(commits) === JSON.stringify(['agent: change 2', 'agent: change 1']), `commits: ${JSON.stringify(commits)}`);
       assert(fx.git(worktreePath, 'status', '--porcelain') === '', 'the worktree is not clean');
+    });
+
+    await check('.slipway is absent from the Explorer (files.exclude default), the rest of the repository is there', async () => {
+      assert(fs.existsSync(path.join(fx.repo, '.slipway', 'worktrees')), 'no .slipway folder on disk to hide');
+      await runCommand(page, 'View: Show Explorer');
+      const rows = page.locator('.explorer-folders-view .monaco-list-row');
+      await rows.filter({ hasText: 'README.md' }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      const names = (await rows.allInnerTexts()).map((r) => r.trim());
+      log(`explorer rows: ${JSON.stringify(names)}`);
+      assert(names.includes('app.txt'), `app.txt missing from the Explorer: ${JSON.stringify(names)}`);
+      assert(!names.some((n) => n.includes('.slipway')), `.slipway is in the Explorer: ${JSON.stringify(names)}`);
+      await shot(page, 'explorer.png');
+    });
+
+    // The Slipway view: its own activity bar entry, the worktree and its changed files.
+    const viewRow = (text: string): Locator => page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
+    await check('the Slipway view (own activity bar icon) lists the worktree with its changed files', async () => {
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      const entry = page.locator('.part.activitybar .action-item .action-label[aria-label^="Slipway"]').first();
+      await entry.waitFor({ state: 'visible', timeout: 20_000 });
+      const mask = await entry.evaluate(
+        (el) => (globalThis as unknown as { getComputedStyle(e: unknown): { maskImage: string; webkitMaskImage: string } }).getComputedStyle(el),
+      );
+      const image = mask.maskImage || mask.webkitMaskImage;
+      assert(image.includes('slipway.svg'), `the activity bar entry does not draw media/slipway.svg: ${image}`);
+      await shot(page, 'activitybar.png', page.locator('.part.activitybar'));
+      await entry.click();
+      const wt = viewRow('feature/search-ui');
+      await wt.waitFor({ state: 'visible', timeout: 20_000 });
+      await wt.click();
+      await viewRow('agent-1.txt').waitFor({ state: 'visible', timeout: 20_000 });
+      await viewRow('agent-2.txt').waitFor({ state: 'visible', timeout: 20_000 });
+      const rows = (await page.locator('.pane-body .monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+      log(`view rows: ${JSON.stringify(rows)}`);
+      assert(rows.some((r) => /agent-1\.txt.*A/.test(r)), `agent-1.txt is not marked added: ${JSON.stringify(rows)}`);
+      assert(!rows.some((r) => r.includes('search.txt')), `search.txt (in the base) is listed as changed: ${JSON.stringify(rows)}`);
+      await shot(page, 'view.png');
+    });
+
+    await check('clicking a changed file opens a diff editor of its base and the worktree file', async () => {
+      await viewRow('agent-1.txt').click();
+      const diff = page.locator('.monaco-diff-editor').first();
+      await diff.waitFor({ state: 'visible', timeout: 20_000 });
+      const tab = page.locator('.tabs-container .tab.active');
+      await poll('diff tab title', async () => ((await tab.innerText()).includes('agent-1.txt') ? true : undefined));
+      // The base side is empty (the file is new); the worktree side holds it. Monaco
+      // draws spaces as no-break spaces: \s matches both.
+      await poll('the worktree side shows the file', async () =>
+        (await diff.innerText()).replace(/\s+/g, ' ').includes('change 1') ? true : undefined,
+      );
+      await shot(page, 'diff.png');
+    });
+
+    await check('a run in the Runs view opens its log in an output channel', async () => {
+      const runsPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) });
+      const run = runsPane.locator('.monaco-list-row', { hasText: 'feature/search-ui' }).first();
+      await run.waitFor({ state: 'visible', timeout: 20_000 });
+      const described = (await run.innerText()).replace(/\s+/g, ' ');
+      assert(/completed/.test(described), `the run row does not say completed: ${described}`);
+      await run.click();
+      const panel = page.locator('.part.panel');
+      await poll('the log in the output channel', async () =>
+        (await panel.innerText()).replace(/\s+/g, ' ').includes('agent got prompt: add two files') ? true : undefined,
+      ).catch(async (e: unknown) => {
+        await shot(page, 'run-log-failure.png');
+        throw e;
+      });
+      await shot(page, 'run-log.png');
+      await runCommand(page, 'View: Toggle Panel Visibility');
+    });
+
+    await check('Discard asks first in a modal; Cancel keeps the worktree and its branch', async () => {
+      const wt = viewRow('feature/search-ui');
+      await wt.hover();
+      await wt.locator('.action-label[aria-label="Discard Worktree…"]').click();
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+      const text = await dialog.innerText();
+      assert(text.includes('Discard the worktree feature/search-ui?'), `dialog: ${text}`);
+      assert(text.includes('deletes the branch feature/search-ui'), `the dialog does not say the branch goes: ${text}`);
+      await shot(page, 'discard-dialog.png');
+      await dialog.locator('.monaco-button', { hasText: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      await new Promise((r) => setTimeout(r, 1000));
+      assert(fs.existsSync(worktreePath), 'the worktree went away after Cancel');
+      assert(fx.git(fx.repo, 'branch', '--list', 'feature/search-ui') !== '', 'the branch went away after Cancel');
+    });
+
+    await check('Land (a mode the sidecar names) merges the branch into the host branch', async () => {
+      const tip = fx.rev('feature/search-ui');
+      const host = fx.git(fx.repo, 'symbolic-ref', '--short', 'HEAD');
+      const wt = viewRow('feature/search-ui');
+      await wt.hover();
+      await wt.locator('.action-label[aria-label="Land Worktree…"]').click();
+      const widget = page.locator(QUICK_INPUT);
+      const merge = widget.locator('.monaco-list-row', { hasText: 'merge' }).first();
+      await merge.waitFor({ state: 'visible', timeout: 20_000 });
+      const modes = (await widget.locator('.monaco-list-row').allInnerTexts()).map((r) => r.split('\n')[0].trim());
+      log(`land modes: ${JSON.stringify(modes)}`);
+      await shot(page, 'land-modes.png');
+      await merge.click();
+      await toast(page, `feature/search-ui landed into ${host}`).waitFor({ state: 'visible', timeout: 30_000 });
+      await shot(page, 'landed.png');
+      fx.git(fx.repo, 'merge-base', '--is-ancestor', tip, host);
+      assert(fs.existsSync(path.join(fx.repo, 'agent-2.txt')), "the host checkout lacks the branch's file");
+      assert(fx.git(fx.repo, 'status', '--porcelain') === '', 'the host checkout is not clean after the land');
+      assert(fs.existsSync(worktreePath), 'the land removed the worktree');
+      await runCommand(page, 'Notifications: Clear All Notifications');
     });
 
     await check('Close Worktree on a dirty worktree keeps it and shows what would be lost', async () => {

@@ -7,7 +7,14 @@ import {
   agentFromSettings,
   type BranchPickEntry,
   branchItems,
+  closeConfirmView,
   closePreservedView,
+  DIFF_SCHEME,
+  discardConfirmView,
+  discardPreservedView,
+  landedMessage,
+  landModeItems,
+  quarantineView,
   mountPickSpecs,
   runFinishedView,
   sandboxFromSettings,
@@ -22,6 +29,7 @@ import {
   type Agent,
   type BranchInfo,
   type InteractiveCommand,
+  isUnknownCommand,
   type MountChoices,
   type MountSources,
   type RunFinished,
@@ -37,6 +45,7 @@ import {
   type WorktreeStrategy,
 } from './protocol';
 import { Sidecar } from './sidecar';
+import { DiffDocuments, isNode, openDiff, RunLogs, RunsProvider, WorktreesProvider } from './view';
 
 type OpenHow = 'newWindow' | 'thisWindow' | 'addToWorkspace';
 
@@ -47,6 +56,11 @@ class Extension implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
   private view: StatusView = statusView(undefined, { paths: [] });
   private readonly disposables: { dispose(): unknown }[] = [];
+  private readonly worktreesView: WorktreesProvider;
+  private readonly runsView: RunsProvider;
+  private readonly logs: RunLogs;
+  /** The last transient status bar message; cleared when a run ends so none goes stale. */
+  private transient: vscode.Disposable | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     const output = vscode.window.createOutputChannel('slipway', { log: true });
@@ -55,6 +69,17 @@ class Extension implements vscode.Disposable {
     this.item.name = 'slipway';
     this.item.command = 'slipway.listWorktrees';
     this.disposables.push(output, this.sidecar, this.item);
+    this.worktreesView = new WorktreesProvider(this.sidecar);
+    this.runsView = new RunsProvider(this.sidecar);
+    this.logs = new RunLogs(this.sidecar);
+    this.disposables.push(
+      this.worktreesView,
+      this.runsView,
+      this.logs,
+      vscode.window.createTreeView('slipway.worktrees', { treeDataProvider: this.worktreesView, showCollapseAll: true }),
+      vscode.window.createTreeView('slipway.runs', { treeDataProvider: this.runsView }),
+      vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, new DiffDocuments(this.sidecar)),
+    );
     this.disposables.push(
       this.sidecar.onStatus(() => this.render()),
       this.sidecar.onRunFinished((p) => void this.runFinished(p)),
@@ -78,6 +103,11 @@ class Extension implements vscode.Disposable {
       ['slipway.cancelRun', (arg) => this.cancelRun(arg)],
       ['slipway.listWorktrees', () => this.listWorktrees()],
       ['slipway.restartSidecar', () => this.restart()],
+      ['slipway.openDiff', (arg) => this.openDiff(arg)],
+      ['slipway.land', (arg) => this.land(arg)],
+      ['slipway.discard', (arg) => this.discard(arg)],
+      ['slipway.showRunLog', (arg) => this.showRunLog(arg)],
+      ['slipway.refreshView', () => this.refreshView()],
     ];
     for (const [id, handler] of commands) {
       this.disposables.push(vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(handler, args)));
@@ -225,7 +255,16 @@ class Extension implements vscode.Disposable {
   }
 
   private uriArg(arg: unknown): string | undefined {
+    if (isNode(arg) && (arg.kind === 'worktree' || arg.kind === 'file')) {
+      return arg.worktree.path;
+    }
     return arg instanceof vscode.Uri && arg.scheme === 'file' ? arg.fsPath : undefined;
+  }
+
+  /** A status bar message for a few seconds; the previous one goes. */
+  private flash(text: string): void {
+    this.transient?.dispose();
+    this.transient = vscode.window.setStatusBarMessage(text, 5000);
   }
 
   /** The folder to name as `root`: the argument's, the active editor's, the only folder, or a pick. */
@@ -415,6 +454,9 @@ class Extension implements vscode.Disposable {
 
   /** The worktree a command acts on: the argument's, the current one, or a pick. */
   private async targetWorktree(arg: unknown, title: string, alwaysAsk = false): Promise<WorktreeStatus> {
+    if (isNode(arg) && (arg.kind === 'worktree' || arg.kind === 'file')) {
+      return arg.worktree;
+    }
     const status = this.sidecar.status;
     const fromArg = this.uriArg(arg);
     if (fromArg && status) {
@@ -581,7 +623,7 @@ class Extension implements vscode.Disposable {
       maxIterations: this.config().get<number>('maxIterations', 1),
     });
     await this.setFocus(w.path);
-    vscode.window.setStatusBarMessage(`slipway: ${w.branch} handed off (${runId})`, 5000);
+    this.flash(`slipway: ${w.branch} handed off (${runId})`);
   }
 
   private async runInNewWorktree(arg: unknown): Promise<void> {
@@ -599,7 +641,7 @@ class Extension implements vscode.Disposable {
       this.pickOnSourceError(root, branch ?? 'the run'),
     );
     if (started) {
-      vscode.window.setStatusBarMessage(`slipway: run ${started.runId} started`, 5000);
+      this.flash(`slipway: run ${started.runId} started`);
     }
   }
 
@@ -627,7 +669,7 @@ class Extension implements vscode.Disposable {
       (mounts) => this.pickMountSources(workspace, mounts),
     );
     if (started) {
-      vscode.window.setStatusBarMessage(`slipway: run ${started.runId} started on workspace ${workspace.name}`, 5000);
+      this.flash(`slipway: run ${started.runId} started on workspace ${workspace.name}`);
     }
   }
 
@@ -698,7 +740,7 @@ class Extension implements vscode.Disposable {
       target = picked.run;
     }
     const answer = await this.api().cancel({ runId: target.runId, root: target.root });
-    vscode.window.setStatusBarMessage(`slipway: ${answer.runId} ${answer.status}`, 5000);
+    this.flash(`slipway: ${answer.runId} ${answer.status}`);
   }
 
   private async listWorktrees(): Promise<void> {
@@ -724,6 +766,17 @@ class Extension implements vscode.Disposable {
   }
 
   private async runFinished(p: RunFinished): Promise<void> {
+    // "handed off", "run … started": stale once the run is over.
+    this.transient?.dispose();
+    this.transient = undefined;
+    const quarantine = quarantineView(p);
+    if (quarantine !== undefined) {
+      void vscode.window.showWarningMessage(quarantine.message, { detail: quarantine.detail }, 'Show Log').then((choice) => {
+        if (choice === 'Show Log') {
+          void this.guard(() => this.showRunLog(p.runId, p.root, p.logFile), []);
+        }
+      });
+    }
     const view = runFinishedView(p);
     const show =
       view.severity === 'info'
@@ -735,12 +788,125 @@ class Extension implements vscode.Disposable {
     await this.guard(async () => {
       if (choice === 'Open' && p.preservedWorktreePath) {
         await this.open(p.preservedWorktreePath, undefined, p.branch);
-      } else if (choice === 'Close' && p.preservedWorktreePath) {
-        await this.close(p.root, p.preservedWorktreePath);
+      } else if (choice === 'Close Worktree…' && p.preservedWorktreePath) {
+        const ask = closeConfirmView(p.branch, p.preservedWorktreePath);
+        const sure = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button);
+        if (sure === ask.button) {
+          await this.close(p.root, p.preservedWorktreePath);
+        }
       } else if (choice === 'Show Log') {
-        await vscode.window.showTextDocument(vscode.Uri.file(p.logFile), { preview: true });
+        await this.showRunLog(p.runId, p.root, p.logFile);
       }
     }, []);
+  }
+
+  // -------------------------------------------------------------------------
+  // The Slipway view
+
+  private refreshView(): Promise<void> {
+    this.worktreesView.refresh();
+    this.runsView.refresh();
+    return Promise.resolve();
+  }
+
+  private async openDiff(arg: unknown): Promise<void> {
+    if (!isNode(arg) || arg.kind !== 'file') {
+      void vscode.window.showInformationMessage('slipway: pick a changed file in the Slipway view.');
+      return;
+    }
+    if (arg.file.binary) {
+      void vscode.window.showInformationMessage(`slipway: ${arg.file.path} is binary; opening the worktree's file.`);
+      if (arg.file.status !== 'deleted') {
+        await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(`${arg.worktree.path}/${arg.file.path}`));
+      }
+      return;
+    }
+    await openDiff(arg);
+  }
+
+  private async land(arg: unknown): Promise<void> {
+    const w = await this.targetWorktree(arg, 'Land worktree', arg === undefined);
+    const modes = this.names().landModes;
+    if (modes.length === 0) {
+      void vscode.window.showErrorMessage('slipway: this sidecar names no land modes (landModes); update the slipway binary.');
+      return;
+    }
+    const root = this.repoRootOf(w);
+    const picked = await vscode.window.showQuickPick(landModeItems(modes, w.branch, "the host's current branch"), {
+      title: `Land ${w.branch}`,
+      placeHolder: 'How the branch comes into the host branch',
+    });
+    if (!picked) {
+      return;
+    }
+    const answer = await this.api().land({ root, worktree: w.id, how: picked.how });
+    const choice = await vscode.window.showInformationMessage(landedMessage(w.branch, answer), 'Discard Worktree…');
+    if (choice) {
+      await this.discardWorktree(w);
+    }
+  }
+
+  private async discard(arg: unknown): Promise<void> {
+    await this.discardWorktree(await this.targetWorktree(arg, 'Discard worktree', arg === undefined));
+  }
+
+  private async discardWorktree(w: WorktreeStatus): Promise<void> {
+    const root = this.repoRootOf(w);
+    const ask = discardConfirmView(w);
+    // Destructive: a modal first; its Cancel (and Escape) sends nothing.
+    const sure = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button);
+    if (sure !== ask.button) {
+      return;
+    }
+    const api = this.api();
+    const answer = await api.discard({ root, worktree: w.id });
+    if (answer.removed) {
+      this.removeFolder(answer.path);
+      void vscode.window.showInformationMessage(`slipway: worktree ${answer.branch} discarded.`);
+      return;
+    }
+    const again = discardPreservedView(answer);
+    const force = await vscode.window.showWarningMessage(again.message, { modal: true, detail: again.detail }, again.button);
+    if (force !== again.button) {
+      return;
+    }
+    const forced = await api.discard({ root, worktree: w.id, force: true });
+    if (forced.removed) {
+      this.removeFolder(forced.path);
+      void vscode.window.showInformationMessage(`slipway: worktree ${forced.branch} discarded with its work.`);
+    }
+  }
+
+  private async showRunLog(arg: unknown, root?: string, logFile?: string): Promise<void> {
+    let runId: string | undefined;
+    if (isNode(arg) && arg.kind === 'run') {
+      runId = arg.run.runId;
+      root = arg.root;
+    } else if (typeof arg === 'string') {
+      runId = arg;
+    }
+    if (runId === undefined) {
+      const repoRoot = root ?? (await this.root());
+      const { runs } = await this.api().runs(repoRoot);
+      const picked = await vscode.window.showQuickPick(
+        runs.map((r) => ({ label: r.branch || r.runId, description: `${r.status} · ${r.runId}`, detail: r.lastLine ?? undefined, runId: r.runId })),
+        { title: 'Show the log of run' },
+      );
+      if (!picked) {
+        return;
+      }
+      runId = picked.runId;
+      root = repoRoot;
+    }
+    try {
+      await this.logs.show(runId, root);
+    } catch (error) {
+      if (logFile === undefined || !isUnknownCommand(error)) {
+        throw error;
+      }
+      // An older sidecar without slipway.log: the file, as it is now.
+      await vscode.window.showTextDocument(vscode.Uri.file(logFile), { preview: true });
+    }
   }
 }
 

@@ -6,6 +6,11 @@ import type {
   Agent,
   BranchInfo,
   ClosePreserved,
+  DiffFile,
+  LandResult,
+  LogNotification,
+  QuarantineFinding,
+  RunInfo,
   MountChoices,
   MountSources,
   RepositoryStatus,
@@ -211,6 +216,12 @@ export function worktreeItems(worktrees: WorktreeStatus[]): WorktreePickEntry[] 
 // ---------------------------------------------------------------------------
 // Status bar
 
+/**
+ * slipway's own glyph (contributes.icons, from media/slipway-icon.woff): the status
+ * item must not look like Git's branch item beside it.
+ */
+export const STATUS_ICON = '$(slipway-logo)';
+
 export interface StatusContext {
   /** Paths to match against worktrees, most specific first: the active editor's file, then the workspace folders. */
   paths: string[];
@@ -252,7 +263,7 @@ export function findWorktree(
 /** The status bar item, from the latest `slipway/status` notification. */
 export function statusView(status: StatusNotification | undefined, ctx: StatusContext): StatusView {
   if (status === undefined) {
-    return { text: '$(git-branch) slipway', tooltip: 'slipway: waiting for the sidecar', warning: false };
+    return { text: `${STATUS_ICON} slipway`, tooltip: 'slipway: waiting for the sidecar', warning: false };
   }
   const found = findWorktree(status, ctx.focus ? [...ctx.paths, ctx.focus] : ctx.paths);
   const repository =
@@ -263,14 +274,14 @@ export function statusView(status: StatusNotification | undefined, ctx: StatusCo
   const parts: string[] = [];
   const tip: string[] = [];
   if (current) {
-    parts.push(`$(git-branch) ${current.branch}${current.dirty ? '*' : ''}`);
+    parts.push(`${STATUS_ICON} ${current.branch}${current.dirty ? '*' : ''}`);
     tip.push(`Worktree ${current.branch} (${current.id})`, current.path, worktreeDescription(current));
     if (current.why) {
       tip.push(current.why);
     }
   } else {
     const n = repository?.worktrees.length ?? 0;
-    parts.push(`$(list-tree) ${n} worktree${n === 1 ? '' : 's'}`);
+    parts.push(`${STATUS_ICON} ${n} worktree${n === 1 ? '' : 's'}`);
     tip.push(repository ? `Repository ${repository.root}` : 'No repository watched');
   }
   if (current?.state === 'running') {
@@ -297,7 +308,8 @@ export function statusView(status: StatusNotification | undefined, ctx: StatusCo
 // ---------------------------------------------------------------------------
 // Run finished
 
-export type RunAction = 'Open' | 'Close' | 'Show Log';
+/** `Close Worktree…` asks first (it deletes the worktree); `Dismiss` only hides the notification. */
+export type RunAction = 'Open' | 'Close Worktree…' | 'Show Log' | 'Dismiss';
 
 export interface RunFinishedView {
   severity: 'info' | 'warning' | 'error';
@@ -336,10 +348,246 @@ export function runFinishedView(p: RunFinished): RunFinishedView {
   }
   const actions: RunAction[] = [];
   if (p.preservedWorktreePath) {
-    actions.push('Open', 'Close');
+    actions.push('Open', 'Close Worktree…');
   }
-  actions.push('Show Log');
+  actions.push('Show Log', 'Dismiss');
   return { severity, message, actions };
+}
+
+/** The warning for what the check after a run found and moved away; undefined when nothing. */
+export function quarantineView(p: RunFinished): { message: string; detail: string } | undefined {
+  const found = p.quarantined ?? [];
+  if (found.length === 0) {
+    return undefined;
+  }
+  const what: Record<string, string> = {
+    nestedGit: 'a .git inside the worktree',
+    escapingSymlink: 'a symlink that leaves the worktree',
+    newGitlink: 'a submodule entry the run added',
+    refusedEntry: 'an entry the sandbox returned that was not written',
+  };
+  const line = (f: QuarantineFinding): string =>
+    `${f.path}: ${what[f.finding] ?? f.finding}${f.detail ? ` (${f.detail})` : ''}${f.movedTo ? ` — moved to ${f.movedTo}` : ' — reported only'}`;
+  const where = p.branch ? ` on ${p.branch}` : '';
+  return {
+    message: `slipway: the run${where} left ${found.length} thing${found.length === 1 ? '' : 's'} your git would execute; quarantined: ${found.map((f) => f.path).join(', ')}`,
+    detail: found.map(line).join('\n'),
+  };
+}
+
+/** The confirmation before `Close Worktree…` of a run-finished notification. */
+export function closeConfirmView(branch: string, worktreePath: string): { message: string; detail: string; button: string } {
+  return {
+    message: `Close the worktree of ${branch}?`,
+    detail: `${worktreePath} is removed when it is clean (the branch ${branch} stays). A worktree with uncommitted changes is kept, and you are asked again.`,
+    button: 'Close Worktree',
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The Slipway view
+
+export interface TreeItemView {
+  label: string;
+  description: string;
+  tooltip: string;
+  /** A codicon id (ThemeIcon). */
+  icon: string;
+  contextValue: string;
+}
+
+/** A worktree row of the view: the branch, its state, and what it holds. */
+export function worktreeNodeView(w: WorktreeStatus): TreeItemView {
+  const tip = [`${w.branch} (${w.id})`, w.path, worktreeDescription(w)];
+  if (w.why) {
+    tip.push(w.why);
+  }
+  return {
+    label: w.branch,
+    description: worktreeDescription(w),
+    tooltip: tip.join('\n'),
+    icon: w.state === 'running' ? 'sync~spin' : w.health === 'missing' ? 'warning' : w.dirty ? 'circle-filled' : 'repo-forked',
+    contextValue: w.state === 'running' ? 'slipway.worktree.running' : 'slipway.worktree',
+  };
+}
+
+const STATUS_LETTER: Record<string, string> = { added: 'A', modified: 'M', deleted: 'D', renamed: 'R' };
+const STATUS_ICON_OF: Record<string, string> = { added: 'diff-added', modified: 'diff-modified', deleted: 'diff-removed', renamed: 'diff-renamed' };
+
+/** A changed-file row under its worktree: the file name, its folder, status and counts. */
+export function diffFileView(f: DiffFile): TreeItemView {
+  const dir = path.posix.dirname(f.path);
+  const letter = STATUS_LETTER[f.status] ?? '?';
+  const counts = f.binary ? 'binary' : `+${f.additions} −${f.deletions}`;
+  const where = [f.committed ? 'committed' : '', f.uncommitted ? 'uncommitted' : ''].filter((x) => x !== '').join(' + ');
+  const description = [dir === '.' ? '' : dir, letter, counts].filter((x) => x !== '').join(' · ');
+  const tip = [`${f.path} — ${f.status}${f.oldPath ? ` from ${f.oldPath}` : ''}`, counts];
+  if (where) {
+    tip.push(where);
+  }
+  return {
+    label: path.posix.basename(f.path),
+    description,
+    tooltip: tip.join('\n'),
+    icon: STATUS_ICON_OF[f.status] ?? 'file',
+    contextValue: 'slipway.file',
+  };
+}
+
+/** Seconds since the epoch of a `RunInfo` time (a number, or an RFC 3339 string). */
+export function epochSeconds(t: number | string | null): number | undefined {
+  if (typeof t === 'number') {
+    return t > 1e12 ? t / 1000 : t;
+  }
+  if (typeof t === 'string' && t !== '') {
+    const ms = Date.parse(t);
+    return Number.isNaN(ms) ? undefined : ms / 1000;
+  }
+  return undefined;
+}
+
+function nameOf(x: string | { type: string } | null): string {
+  return x === null ? '' : typeof x === 'string' ? x : x.type;
+}
+
+const RUN_ICON: Record<string, string> = {
+  running: 'sync~spin',
+  completed: 'pass',
+  failed: 'error',
+  timedOut: 'watch',
+  cancelled: 'circle-slash',
+};
+
+/** A run row of the view: branch (or id), status and age, the log's last line in the tooltip. */
+export function runNodeView(r: RunInfo, now: number = Date.now() / 1000): TreeItemView {
+  const started = epochSeconds(r.startedAt);
+  const agent = nameOf(r.agent);
+  const sandbox = nameOf(r.sandbox);
+  const parts = [r.status];
+  if (agent) {
+    parts.push(agent + (sandbox && sandbox !== 'none' ? ` in ${sandbox}` : ''));
+  }
+  if (started !== undefined) {
+    parts.push(relativeTime(started, now));
+  }
+  const tip = [r.runId, `${r.status}, ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}`];
+  if (r.worktreePath) {
+    tip.push(r.worktreePath);
+  }
+  if (r.lastLine) {
+    tip.push(`last line: ${r.lastLine}`);
+  }
+  return {
+    label: r.branch || r.runId,
+    description: parts.join(' · '),
+    tooltip: tip.join('\n'),
+    icon: RUN_ICON[r.status] ?? 'circle-outline',
+    contextValue: r.status === 'running' ? 'slipway.run.running' : 'slipway.run',
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Land and discard
+
+const LAND_DESCRIPTION: Record<string, string> = {
+  merge: 'fast-forward, else a merge commit',
+  squash: "one commit with the branch's changes",
+  rebase: "the branch's commits replayed on the target",
+};
+
+/** The land-mode picker, in the sidecar's order (`landModes` of initialize): no list of our own. */
+export function landModeItems(modes: readonly string[], branch: string, into: string): { label: string; description: string; how: string }[] {
+  return modes.map((how) => ({
+    label: how,
+    description: `${LAND_DESCRIPTION[how] ?? how}: ${branch} → ${into}`,
+    how,
+  }));
+}
+
+export function landedMessage(branch: string, r: LandResult): string {
+  return `slipway: ${branch} landed into ${r.into} (${r.kind}, ${r.commit.slice(0, 10)})`;
+}
+
+/** The modal before a discard: what goes away. */
+export function discardConfirmView(w: WorktreeStatus): { message: string; detail: string; button: string } {
+  const lines = [`Removes ${w.path} and deletes the branch ${w.branch}.`];
+  if (w.ahead > 0) {
+    lines.push(`The branch holds ${w.ahead} commit${w.ahead === 1 ? '' : 's'} since its base.`);
+  }
+  if (w.dirty) {
+    lines.push(`${w.changedFiles} uncommitted file${w.changedFiles === 1 ? '' : 's'}.`);
+  }
+  lines.push('Work found on no other branch, or uncommitted, is only removed after a second confirmation.');
+  return { message: `Discard the worktree ${w.branch}?`, detail: lines.join('\n'), button: 'Discard Worktree' };
+}
+
+/** The second modal, when the sidecar kept the worktree (unique commits or uncommitted files). */
+export function discardPreservedView(r: ClosePreserved): { message: string; detail: string; button: string } {
+  const shown = r.changedPaths.slice(0, 20);
+  const more = r.changedPaths.length - shown.length;
+  const lines = [`${r.preservedPath} was kept: ${r.reason}.`];
+  if (shown.length > 0) {
+    lines.push('', 'Discarding anyway loses:', ...shown.map((p) => `  ${p}`), ...(more > 0 ? [`  … and ${more} more`] : []));
+  }
+  return { message: `Worktree ${r.branch} holds work that a discard would lose`, detail: lines.join('\n'), button: 'Discard Anyway (Lose Work)' };
+}
+
+// ---------------------------------------------------------------------------
+// Diff documents
+
+/** What a `slipway-base:` document serves: one side of one file of one worktree. */
+export interface DiffDocRef {
+  root: string;
+  worktree: string;
+  path: string;
+  side: 'base' | 'worktree';
+}
+
+export const DIFF_SCHEME = 'slipway-base';
+
+/** The query of a diff document's URI (its path is the file's, so the editor shows the name and language). */
+export function diffDocQuery(ref: DiffDocRef): string {
+  return JSON.stringify(ref);
+}
+
+export function parseDiffDocQuery(query: string): DiffDocRef | undefined {
+  try {
+    const v: unknown = JSON.parse(query);
+    if (typeof v !== 'object' || v === null) {
+      return undefined;
+    }
+    const r = v as Record<string, unknown>;
+    if (typeof r.root === 'string' && typeof r.worktree === 'string' && typeof r.path === 'string' && (r.side === 'base' || r.side === 'worktree')) {
+      return { root: r.root, worktree: r.worktree, path: r.path, side: r.side };
+    }
+  } catch {
+    // not ours
+  }
+  return undefined;
+}
+
+/** The diff editor's title. */
+export function diffTitle(file: string, branch: string, base: string): string {
+  return `${path.posix.basename(file)} (${base.slice(0, 8)} ↔ ${branch})`;
+}
+
+// ---------------------------------------------------------------------------
+// Following a run's log
+
+/**
+ * Where a followed log stands: the byte offset read so far. A notification that
+ * repeats bytes already shown (its `from` before our offset) is trimmed; one after a
+ * gap is shown whole (the gap cannot be filled from here).
+ */
+export function appendLog(offset: number, n: LogNotification): { text: string; offset: number } {
+  const bytes = Buffer.from(n.text, 'utf8');
+  const from = n.from ?? offset;
+  const next = n.next ?? from + bytes.length;
+  if (next <= offset) {
+    return { text: '', offset };
+  }
+  const skip = Math.max(0, offset - from);
+  return { text: bytes.subarray(skip).toString('utf8'), offset: next };
 }
 
 // ---------------------------------------------------------------------------

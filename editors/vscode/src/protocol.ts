@@ -6,7 +6,7 @@
 /** The protocol version this shim was written against (`experimental.slipwayProtocol`). */
 export const PROTOCOL_VERSION = 1;
 
-/** The ten commands of `executeCommandProvider.commands`. */
+/** The commands of `executeCommandProvider.commands`. */
 export const COMMANDS = [
   'slipway.branches',
   'slipway.resolveSource',
@@ -18,6 +18,11 @@ export const COMMANDS = [
   'slipway.close',
   'slipway.status',
   'slipway.workspaces',
+  'slipway.diff',
+  'slipway.land',
+  'slipway.discard',
+  'slipway.runs',
+  'slipway.log',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -167,6 +172,42 @@ export interface CloseArgs {
   force?: boolean;
 }
 
+export interface DiffArgs {
+  root: string;
+  worktree: string;
+  /** One file: the answer carries its texts instead of the file list. */
+  path?: string;
+}
+
+export interface LandArgs {
+  root: string;
+  worktree: string;
+  /** One of `Vocabularies.landModes`. */
+  how: string;
+  /** The host branch to land into; default: the host's current branch. */
+  into?: string;
+  message?: string;
+}
+
+export interface DiscardArgs {
+  root: string;
+  worktree: string;
+  force?: boolean;
+}
+
+export interface RunsArgs {
+  root: string;
+}
+
+export interface LogArgs {
+  runId: string;
+  root?: string;
+  /** Byte offset to read from (default 0). */
+  from?: number;
+  /** Keep sending `slipway/log` notifications with what is appended, until the run ends. */
+  follow?: boolean;
+}
+
 export interface StatusArgs {
   path: string;
   /** Ask for this agent's interactive command line in the worktree. */
@@ -291,6 +332,73 @@ export interface ClosePreserved {
 
 export type CloseResult = CloseRemoved | ClosePreserved;
 
+export type DiffFileStatus = 'added' | 'modified' | 'deleted' | 'renamed';
+
+/** One file of `slipway.diff`: what the worktree holds against its base. */
+export interface DiffFile {
+  path: string;
+  oldPath?: string | null;
+  status: DiffFileStatus;
+  additions: number;
+  deletions: number;
+  binary: boolean;
+  /** Changed by the branch's commits since the base. */
+  committed: boolean;
+  /** Changed in the working tree (staged, unstaged or untracked). */
+  uncommitted: boolean;
+}
+
+export interface DiffResult {
+  base: string;
+  head: string;
+  files: DiffFile[];
+}
+
+/** `slipway.diff` with `path`: one file's texts (absent on that side, or binary). */
+export interface DiffFileText {
+  path: string;
+  baseText?: string | null;
+  worktreeText?: string | null;
+  binary: boolean;
+}
+
+export interface LandResult {
+  landed: true;
+  into: string;
+  commit: string;
+  kind: string;
+}
+
+export type DiscardResult = CloseResult;
+
+/** One run of `slipway.runs`. */
+export interface RunInfo {
+  runId: string;
+  /** `running`, or a `RunStatus`. */
+  status: string;
+  agent: string | { type: string } | null;
+  sandbox: string | { type: string } | null;
+  branch: string | null;
+  worktreePath: string | null;
+  /** Seconds since the epoch, or an RFC 3339 time. */
+  startedAt: number | string | null;
+  endedAt: number | string | null;
+  iterations: number;
+  lastLine: string | null;
+}
+
+export interface RunsResult {
+  runs: RunInfo[];
+}
+
+export interface LogResult {
+  text: string;
+  /** The byte offset after `text`: the `from` of the next read. */
+  next: number;
+  /** The run has ended and the log is complete. */
+  done: boolean;
+}
+
 export interface PathStatus {
   inWorktree: boolean;
   root: string | null;
@@ -332,6 +440,15 @@ export interface StatusNotification {
 
 export type RunStatus = 'completed' | 'failed' | 'timedOut' | 'cancelled';
 
+/** One finding of the check after a run (`result.quarantined` of the run record). */
+export interface QuarantineFinding {
+  path: string;
+  /** `nestedGit`, `escapingSymlink`, `newGitlink` or `refusedEntry`. */
+  finding: string;
+  detail: string;
+  movedTo: string | null;
+}
+
 /** `slipway/runFinished` params. */
 export interface RunFinished {
   runId: string;
@@ -348,10 +465,25 @@ export interface RunFinished {
   completionSignal: string | null;
   sessionId: string | null;
   usage: { inputTokens: number; outputTokens: number } | null;
+  /** What the check after the run found and moved away (when the sidecar sends it). */
+  quarantined?: QuarantineFinding[];
+}
+
+/** `slipway/log` params: text appended to a followed run's log. */
+export interface LogNotification {
+  runId: string;
+  text: string;
+  /** Byte offset of `text` in the log, when sent. */
+  from?: number;
+  /** Byte offset after `text`. */
+  next?: number;
+  /** The run ended: nothing more comes. */
+  done?: boolean;
 }
 
 export const STATUS_NOTIFICATION = 'slipway/status';
 export const RUN_FINISHED_NOTIFICATION = 'slipway/runFinished';
+export const LOG_NOTIFICATION = 'slipway/log';
 
 /** The `$/progress` token of a run, and back. */
 export function progressToken(runId: string): string {
@@ -479,6 +611,12 @@ export const requests = {
   close: (args: CloseArgs) => request<CloseArgs, CloseResult>('slipway.close', args),
   status: (args: StatusArgs) => request<StatusArgs, PathStatus>('slipway.status', args),
   workspaces: (args: WorkspacesArgs = {}) => request<WorkspacesArgs, WorkspacesResult>('slipway.workspaces', args),
+  diff: (args: DiffArgs & { path?: undefined }) => request<DiffArgs, DiffResult>('slipway.diff', args),
+  diffFile: (args: DiffArgs & { path: string }) => request<DiffArgs, DiffFileText>('slipway.diff', args),
+  land: (args: LandArgs) => request<LandArgs, LandResult>('slipway.land', args),
+  discard: (args: DiscardArgs) => request<DiscardArgs, DiscardResult>('slipway.discard', args),
+  runs: (args: RunsArgs) => request<RunsArgs, RunsResult>('slipway.runs', args),
+  log: (args: LogArgs) => request<LogArgs, LogResult>('slipway.log', args),
 };
 
 /** Whatever sends `workspace/executeCommand`: a LanguageClient or a raw jsonrpc connection. */
@@ -530,6 +668,32 @@ export class SlipwayApi {
   workspaces(): Promise<WorkspacesResult> {
     return this.send(requests.workspaces({}));
   }
+  /** The files a worktree changed against its base. */
+  diff(root: string, worktree: string): Promise<DiffResult> {
+    return this.send(requests.diff({ root, worktree }));
+  }
+  /** One file's base and worktree texts. */
+  diffFile(root: string, worktree: string, path: string): Promise<DiffFileText> {
+    return this.send(requests.diffFile({ root, worktree, path }));
+  }
+  land(args: LandArgs): Promise<LandResult> {
+    return this.send(requests.land(args));
+  }
+  discard(args: DiscardArgs): Promise<DiscardResult> {
+    return this.send(requests.discard(args));
+  }
+  runs(root: string): Promise<RunsResult> {
+    return this.send(requests.runs({ root }));
+  }
+  log(args: LogArgs): Promise<LogResult> {
+    return this.send(requests.log(args));
+  }
+}
+
+/** A request the sidecar does not know (an older `slipway`): JSON-RPC "method not found" or an unknown command. */
+export function isUnknownCommand(error: unknown): boolean {
+  const e = toSlipwayError(error);
+  return e !== undefined && (e.code === -32601 || e.kind === 'unknownCommand' || /unknown command/i.test(e.message));
 }
 
 /**

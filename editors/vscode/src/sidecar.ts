@@ -16,6 +16,8 @@ import {
 } from 'vscode-languageclient/node';
 import { resolveBinary } from './model';
 import {
+  LOG_NOTIFICATION,
+  type LogNotification,
   PROTOCOL_VERSION,
   RUN_FINISHED_NOTIFICATION,
   type RunFinished,
@@ -123,6 +125,9 @@ export class Sidecar implements vscode.Disposable {
   readonly onStatus = this.statusEmitter.event;
   private readonly finishedEmitter = new vscode.EventEmitter<RunFinished>();
   readonly onRunFinished = this.finishedEmitter.event;
+  private readonly logEmitter = new vscode.EventEmitter<LogNotification>();
+  /** `slipway/log`: what a followed run's log gained. */
+  readonly onLog = this.logEmitter.event;
   private readonly runs = new Map<string, RunProgress>();
   private readonly disposables: { dispose(): unknown }[] = [];
 
@@ -159,6 +164,7 @@ export class Sidecar implements vscode.Disposable {
       this.runs.delete(params.runId);
       this.finishedEmitter.fire(params);
     });
+    client.onNotification(LOG_NOTIFICATION, (params: LogNotification) => this.logEmitter.fire(params));
     try {
       await client.start();
     } catch (error) {
@@ -268,5 +274,6 @@ export class Sidecar implements vscode.Disposable {
     void this.stop();
     this.statusEmitter.dispose();
     this.finishedEmitter.dispose();
+    this.logEmitter.dispose();
   }
 }

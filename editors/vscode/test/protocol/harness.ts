@@ -10,6 +10,8 @@ import {
   StreamMessageWriter,
 } from 'vscode-jsonrpc/node';
 import {
+  LOG_NOTIFICATION,
+  type LogNotification,
   RUN_FINISHED_NOTIFICATION,
   type RunFinished,
   STATUS_NOTIFICATION,
@@ -45,6 +47,7 @@ export class Session {
   readonly api: SlipwayApi;
   readonly statuses: StatusNotification[] = [];
   readonly finished: RunFinished[] = [];
+  readonly logs: LogNotification[] = [];
   readonly progress: ProgressEvent[] = [];
   readonly created: (string | number)[] = [];
   readonly diagnostics = new Map<string, Diagnostic[]>();
@@ -60,6 +63,7 @@ export class Session {
     });
     conn.onNotification(STATUS_NOTIFICATION, (p: StatusNotification) => this.push(() => this.statuses.push(p)));
     conn.onNotification(RUN_FINISHED_NOTIFICATION, (p: RunFinished) => this.push(() => this.finished.push(p)));
+    conn.onNotification(LOG_NOTIFICATION, (p: LogNotification) => this.push(() => this.logs.push(p)));
     conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; diagnostics: Diagnostic[] }) =>
       this.push(() => this.diagnostics.set(p.uri, p.diagnostics)),
     );

@@ -27,7 +27,7 @@ describe('slipway lsp, driven through the extension request builders', () => {
     fx.cleanup();
   });
 
-  it('advertises the ten commands, protocol 1 and the names it accepts', () => {
+  it('advertises every command the extension sends, protocol 1 and the names it accepts (landModes too)', () => {
     assert.deepEqual([...(init.capabilities.executeCommandProvider?.commands ?? [])].sort(), [...COMMANDS].sort());
     assert.equal(init.capabilities.experimental?.slipwayProtocol, PROTOCOL_VERSION);
     const names = readVocabularies(init.capabilities.experimental);
@@ -37,6 +37,8 @@ describe('slipway lsp, driven through the extension request builders', () => {
     assert.deepEqual(names.sandboxes, ['none', 'docker', 'docker-isolated']);
     assert.deepEqual(names.strategies, ['head', 'merge-to-head', 'branch']);
     assert.ok(names.policies.includes('ask') && names.policies.includes('host_head'), JSON.stringify(names));
+    // Land offers these names only: the extension keeps no list of its own.
+    assert.ok(names.landModes.includes('merge'), `landModes: ${JSON.stringify(names.landModes)}`);
   });
 
   it('pushes a first slipway/status for the workspace folder', async () => {
@@ -98,11 +100,11 @@ describe('slipway lsp, driven through the extension request builders', () => {
       'status with the worktree',
     );
     const view = statusView(session.latestStatus(), { paths: [path.join(worktreePath, 'search.txt'), fx.repo] });
-    assert.equal(view.text, '$(git-branch) feature/search-ui');
+    assert.equal(view.text, '$(slipway-logo) feature/search-ui');
     assert.equal(view.warning, false);
     assert.equal(view.current?.id, worktreeId);
     const outside = statusView(session.latestStatus(), { paths: [fx.repo] });
-    assert.equal(outside.text, '$(list-tree) 1 worktree');
+    assert.equal(outside.text, '$(slipway-logo) 1 worktree');
   });
 
   it('re-uses the worktree of an existing branch and answers the interactive command again', async () => {
@@ -146,7 +148,7 @@ describe('slipway lsp, driven through the extension request builders', () => {
     const view = runFinishedView(done);
     assert.equal(view.severity, 'info');
     assert.equal(view.message, 'slipway: run completed on feature/search-ui: 2 commits');
-    assert.deepEqual(view.actions, ['Open', 'Close', 'Show Log']);
+    assert.deepEqual(view.actions, ['Open', 'Close Worktree…', 'Show Log', 'Dismiss']);
     assert.match(fs.readFileSync(done.logFile, 'utf8'), /agent got prompt: add two files/);
     // $/progress: create, begin, reports, end on the run's token.
     const token = progressToken(runId);

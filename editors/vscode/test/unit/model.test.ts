@@ -19,7 +19,6 @@ import {
 } from '../../src/model';
 import {
   type BranchInfo,
-  type RunFinished,
   requests,
   runIdOfToken,
   progressToken,
@@ -33,6 +32,7 @@ import {
   type WorkspaceInfo,
   type WorktreeStatus,
 } from '../../src/protocol';
+import { runFinished, worktree } from './builders';
 
 const NOW = 1_800_000_000;
 
@@ -58,25 +58,6 @@ const BRANCHES: BranchInfo[] = [
   branch('origin/feature/search', 'remote'),
   branch('origin/main', 'remote', { isDefault: true }),
 ];
-
-function worktree(extra: Partial<WorktreeStatus> = {}): WorktreeStatus {
-  return {
-    id: 'feature-x-1234567890',
-    path: '/r/.slipway/worktrees/feature-x-1234567890',
-    branch: 'feature/x',
-    strategy: 'branch',
-    dirty: false,
-    changedFiles: 0,
-    changedPaths: [],
-    ahead: 0,
-    state: 'active',
-    why: null,
-    runId: null,
-    health: 'ok',
-    baseCommit: 'abc',
-    ...extra,
-  };
-}
 
 function status(worktrees: WorktreeStatus[], extra: { running?: number; dirtyPreserved?: number } = {}): StatusNotification {
   return {
@@ -147,13 +128,13 @@ describe('status bar text from a slipway/status notification', () => {
 
   it('waits for the first notification', () => {
     const v = statusView(undefined, { paths: [] });
-    assert.equal(v.text, '$(git-branch) slipway');
+    assert.equal(v.text, '$(slipway-logo) slipway');
     assert.equal(v.warning, false);
   });
 
   it('shows the branch of the worktree holding the active file', () => {
     const v = statusView(status([wt]), { paths: [`${wt.path}/src/a.rs`, '/r'] });
-    assert.equal(v.text, '$(git-branch) feature/x');
+    assert.equal(v.text, '$(slipway-logo) feature/x');
     assert.equal(v.current?.id, wt.id);
     assert.equal(v.warning, false);
     assert.match(v.tooltip, /Click to list worktrees/);
@@ -166,33 +147,33 @@ describe('status bar text from a slipway/status notification', () => {
 
   it('marks a dirty worktree', () => {
     const v = statusView(status([worktree({ dirty: true, changedFiles: 2 })]), { paths: [wt.path] });
-    assert.equal(v.text, '$(git-branch) feature/x*');
+    assert.equal(v.text, '$(slipway-logo) feature/x*');
     assert.match(v.tooltip, /2 changed/);
   });
 
   it('shows the running agent', () => {
     const v = statusView(status([worktree({ state: 'running', runId: 'run-1-a' })], { running: 1 }), { paths: [wt.path] });
-    assert.equal(v.text, '$(git-branch) feature/x $(sync~spin) agent');
+    assert.equal(v.text, '$(slipway-logo) feature/x $(sync~spin) agent');
     assert.match(v.tooltip, /run-1-a/);
   });
 
   it('counts other runs and dirty preserved worktrees, with the warning background', () => {
     const other = worktree({ id: 'o', path: '/r/.slipway/worktrees/o', branch: 'o', state: 'preserved', dirty: true, changedFiles: 1 });
     const v = statusView(status([wt, other], { running: 2, dirtyPreserved: 1 }), { paths: [wt.path] });
-    assert.equal(v.text, '$(git-branch) feature/x $(sync~spin) 2 runs $(warning) 1');
+    assert.equal(v.text, '$(slipway-logo) feature/x $(sync~spin) 2 runs $(warning) 1');
     assert.equal(v.warning, true);
     assert.match(v.tooltip, /1 preserved worktree has uncommitted changes/);
   });
 
   it('summarises the repository outside any worktree', () => {
     const v = statusView(status([wt, worktree({ id: 'b', path: '/r/.slipway/worktrees/b' })]), { paths: ['/r/src'] });
-    assert.equal(v.text, '$(list-tree) 2 worktrees');
+    assert.equal(v.text, '$(slipway-logo) 2 worktrees');
     assert.equal(v.repository?.root, '/r');
   });
 
   it('falls back to the focused worktree', () => {
     const v = statusView(status([wt]), { paths: ['/r'], focus: wt.path });
-    assert.equal(v.text, '$(git-branch) feature/x');
+    assert.equal(v.text, '$(slipway-logo) feature/x');
   });
 
   it('warns about a missing worktree', () => {
@@ -209,28 +190,13 @@ describe('status bar text from a slipway/status notification', () => {
 });
 
 describe('runFinished and close views', () => {
-  const base: RunFinished = {
-    runId: 'run-1-a',
-    root: '/r',
-    status: 'completed',
-    commits: [{ sha: 'a' }, { sha: 'b' }],
-    branch: 'feature/x',
-    worktreePath: '/r/.slipway/worktrees/x',
-    preservedWorktreePath: '/r/.slipway/worktrees/x',
-    keptBranch: null,
-    logFile: '/r/.slipway/logs/run-1-a.log',
-    error: null,
-    iterations: 1,
-    completionSignal: null,
-    sessionId: null,
-    usage: null,
-  };
+  const base = runFinished();
 
-  it('announces a completed run with Open and Close', () => {
+  it('announces a completed run with Open, Close Worktree… (not a bare Close) and Dismiss', () => {
     assert.deepEqual(runFinishedView(base), {
       severity: 'info',
       message: 'slipway: run completed on feature/x: 2 commits',
-      actions: ['Open', 'Close', 'Show Log'],
+      actions: ['Open', 'Close Worktree…', 'Show Log', 'Dismiss'],
     });
   });
 
@@ -245,7 +211,7 @@ describe('runFinished and close views', () => {
     });
     assert.equal(v.severity, 'error');
     assert.equal(v.message, "slipway: run failed on feature/x: 1 commit — the host has changes — branch 'slipway/merge-1' was kept");
-    assert.deepEqual(v.actions, ['Show Log']);
+    assert.deepEqual(v.actions, ['Show Log', 'Dismiss']);
   });
 
   it('warns on cancel and errors on timeouts', () => {
