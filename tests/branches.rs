@@ -563,3 +563,71 @@ fn loose_refs_win_over_packed_ones_and_symbolic_branches_still_list() {
         .clone();
     assert_eq!(alias["commit"], env.rev(&repo, "main").as_str());
 }
+
+/// `git rev-list --left-right --count BRANCH...UPSTREAM`: (ahead, behind).
+fn git_ahead_behind(env: &TestEnv, dir: &Path, branch: &str, upstream: &str) -> (u64, u64) {
+    let out = env.git(
+        dir,
+        &[
+            "rev-list",
+            "--left-right",
+            "--count",
+            &format!("{branch}...{upstream}"),
+        ],
+    );
+    let mut n = out
+        .split_whitespace()
+        .map(|v| v.parse::<u64>().expect("count"));
+    (n.next().expect("ahead"), n.next().expect("behind"))
+}
+
+#[test]
+fn ahead_and_behind_match_git_when_asked_for_and_only_then() {
+    let env = TestEnv::new();
+    let f = fixture(&env);
+    // origin moves on: local main is now one behind origin/main once fetched.
+    commit_at(&env, &f.origin, "m2.txt", "more on origin", 1_700_100_000);
+    env.git(&f.clone, &["fetch", "-q", "origin"]);
+
+    let plain = branches(&env, &f.clone);
+    assert!(
+        plain.iter().all(|b| b.get("ahead").is_none()),
+        "the plain listing does not count"
+    );
+
+    let mut lsp = common::lsp::Lsp::start(&env, Some(&f.clone), false);
+    let answer = lsp
+        .execute(
+            "slipway.branches",
+            serde_json::json!({"root": f.clone, "aheadBehind": true}),
+        )
+        .expect("branches");
+    let cli = env.slipway_json(&f.clone, &["branches", "--ahead-behind"]);
+    for list in [
+        answer["branches"].as_array().expect("list"),
+        cli["branches"].as_array().expect("list"),
+    ] {
+        for (name, upstream) in [
+            ("main", "origin/main"),
+            ("feature/x", "origin/feature/x"),
+            ("follows-topic", "topic"),
+        ] {
+            let b = find(list, name, "local");
+            let (ahead, behind) = git_ahead_behind(&env, &f.clone, name, upstream);
+            assert_eq!(
+                (b["ahead"].as_u64(), b["behind"].as_u64()),
+                (Some(ahead), Some(behind)),
+                "{name}: {b}"
+            );
+        }
+        assert_eq!(
+            find(list, "main", "local")["behind"],
+            1,
+            "a local main one behind origin/main says so"
+        );
+        assert!(
+            find(list, "topic", "local").get("ahead").is_none(),
+            "no upstream, no count"
+        );
+    }
+}

@@ -491,6 +491,14 @@ fn spoiled_record(spoil: fn(&[u8]) -> Vec<u8>) {
         let (_, err) = env.slipway_fail(&repo, &args);
         assert_eq!(err["kind"], "corruptRecord", "{err}");
     }
+    for args in [
+        &["discard", "spoiled", "--force"][..],
+        &["diff", "spoiled"],
+        &["land", "spoiled", "--how", "merge"],
+    ] {
+        let (_, err) = env.slipway_fail(&repo, args);
+        assert_eq!(err["kind"], "corruptRecord", "{args:?}: {err}");
+    }
     let (_, err) = env.slipway_fail(&repo, &["run", "--worktree", "spoiled", "--", "true"]);
     assert_eq!(
         err["kind"], "corruptRecord",

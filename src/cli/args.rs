@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List local and remote-tracking branches.
-    Branches,
+    Branches(BranchesArgs),
     /// Resolve a source branch policy without creating anything.
     Resolve(SourceArgs),
     /// Create, list and close worktrees.
@@ -383,4 +383,11 @@ pub struct SandboxIdArgs {
 
 fn parse_memory(text: &str) -> Result<u64, String> {
     slipway_core::run::Limits::parse_memory(text)
+}
+
+#[derive(Debug, Args)]
+pub struct BranchesArgs {
+    /// Also count each local branch's commits ahead of and behind its upstream.
+    #[arg(long)]
+    pub ahead_behind: bool,
 }

@@ -106,9 +106,12 @@ fn source_policy(args: &SourceArgs, default: SourcePolicy) -> Result<SourcePolic
 
 fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
-        Command::Branches => {
+        Command::Branches(args) => {
             let host = open(&cli.repo)?;
-            let list = branches::list_branches(host.git())?;
+            let mut list = branches::list_branches(host.git())?;
+            if args.ahead_behind {
+                branches::add_ahead_behind(host.git(), &mut list);
+            }
             if cli.json {
                 #[derive(Serialize)]
                 struct Branches<'a> {

@@ -26,7 +26,13 @@ pub fn branches(list: &[BranchInfo]) -> String {
                 marks.push("default".to_owned());
             }
             if let Some(up) = &b.upstream {
-                marks.push(format!("-> {up}"));
+                match (b.ahead, b.behind) {
+                    (Some(a), Some(bh)) if a + bh > 0 => {
+                        marks.push(format!("-> {up}: {a} ahead, {bh} behind"))
+                    }
+                    (Some(_), Some(_)) => marks.push(format!("-> {up}: up to date")),
+                    _ => marks.push(format!("-> {up}")),
+                }
             }
             let _ = writeln!(
                 out,

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
-    self, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs, RootArgs, RunArgs,
-    error, failure,
+    self, BranchesArgs, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs,
+    RootArgs, RunArgs, error, failure,
 };
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
@@ -54,9 +54,12 @@ fn create_error(host: &HostRepo, e: CreateError) -> jsonrpc::Error {
 }
 
 /// `slipway.branches`.
-pub fn branches(args: RootArgs) -> Answer {
+pub fn branches(args: BranchesArgs) -> Answer {
     let host = open(&args.root)?;
-    let list = branches::list_branches(host.git()).map_err(git_error)?;
+    let mut list = branches::list_branches(host.git()).map_err(git_error)?;
+    if args.ahead_behind {
+        branches::add_ahead_behind(host.git(), &mut list);
+    }
     Ok(json!({ "branches": list }))
 }
 

@@ -14,7 +14,7 @@ use tower_lsp_server::ls_types::notification::Notification;
 
 use slipway_core::agent::AgentSpec;
 use slipway_core::git::policy::SourcePolicy;
-use slipway_core::run::{CommitRef, ErrorInfo, Hooks, RunStatus, SandboxSpec, Usage};
+use slipway_core::run::{Hooks, RunResult, SandboxSpec};
 
 /// The protocol version `initialize` reports as `capabilities.experimental.slipwayProtocol`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -44,6 +44,17 @@ pub const COMMANDS: [&str; 15] = [
 pub struct RootArgs {
     /// Any path inside the repository or one of its worktrees.
     pub root: PathBuf,
+}
+
+/// `slipway.branches`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchesArgs {
+    /// Any path inside the repository or one of its worktrees.
+    pub root: PathBuf,
+    /// Count each local branch's commits ahead of and behind its upstream.
+    #[serde(default)]
+    pub ahead_behind: bool,
 }
 
 /// `slipway.resolveSource`.
@@ -260,36 +271,13 @@ pub struct StatusArgs {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunFinishedParams {
-    /// Run id.
-    pub run_id: String,
     /// Repository root.
     pub root: PathBuf,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Commits created, oldest first.
-    pub commits: Vec<CommitRef>,
-    /// The branch the agent worked on.
-    pub branch: String,
-    /// Where it ran.
-    pub worktree_path: PathBuf,
-    /// Set when the worktree was kept.
-    pub preserved_worktree_path: Option<PathBuf>,
-    /// Set when a temporary branch was kept on purpose.
-    pub kept_branch: Option<String>,
-    /// The run's log.
-    pub log_file: PathBuf,
-    /// Why it did not complete.
-    pub error: Option<ErrorInfo>,
-    /// Iterations started.
-    pub iterations: u32,
-    /// The completion signal that matched.
-    pub completion_signal: Option<String>,
-    /// The agent's session id.
-    pub session_id: Option<String>,
-    /// Token usage the agent reported.
-    pub usage: Option<Usage>,
-    /// The agent's final answer.
-    pub final_text: Option<String>,
+    /// The whole run result, as `slipway run --json` prints it (run id, status,
+    /// commits, merge and the branch it went into, quarantined findings,
+    /// warnings, error, …).
+    #[serde(flatten)]
+    pub result: RunResult,
 }
 
 /// The `slipway/runFinished` notification.

@@ -56,3 +56,42 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     result
 }
+
+/// A time of day, `HH:MM:SS UTC`, of seconds since the epoch (with the date
+/// when it is not today).
+pub fn utc_clock(secs: u64) -> String {
+    let (day, rest) = (secs / 86_400, secs % 86_400);
+    let clock = format!(
+        "{:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    );
+    if day == now_secs() / 86_400 {
+        return clock;
+    }
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = day as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {clock}")
+}
+
+#[cfg(test)]
+mod clock_tests {
+    #[test]
+    fn dates_and_times_read_as_a_calendar_does() {
+        assert_eq!(super::utc_clock(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            super::utc_clock(1_767_225_600 + 3_723),
+            "2026-01-01 01:02:03 UTC"
+        );
+        assert_eq!(super::utc_clock(951_782_400), "2000-02-29 00:00:00 UTC");
+    }
+}

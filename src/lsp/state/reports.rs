@@ -155,21 +155,8 @@ impl State {
             }
             client
                 .send_notification::<RunFinished>(RunFinishedParams {
-                    run_id: record.run_id.clone(),
                     root: root.clone(),
-                    status: result.status,
-                    commits: result.commits,
-                    branch: result.branch,
-                    worktree_path: result.worktree_path,
-                    preserved_worktree_path: result.preserved_worktree_path,
-                    kept_branch: result.kept_branch,
-                    log_file: result.log_file,
-                    error: result.error,
-                    iterations: result.iterations,
-                    completion_signal: result.completion_signal,
-                    session_id: result.session_id,
-                    usage: result.usage,
-                    final_text: result.final_text,
+                    result,
                 })
                 .await;
         }

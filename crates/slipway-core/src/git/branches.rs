@@ -9,7 +9,7 @@ use super::pack_commits::PackCommits;
 use super::policy::default_branch_ref;
 
 /// Whether a branch is local or remote-tracking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BranchKind {
     /// `refs/heads/*`.
@@ -40,6 +40,37 @@ pub struct BranchInfo {
     pub is_default: bool,
     /// The upstream of a local branch, short form (`origin/main`).
     pub upstream: Option<String>,
+    /// Commits the branch has that its upstream lacks (only when asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<usize>,
+    /// Commits the upstream has that the branch lacks (only when asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behind: Option<usize>,
+}
+
+/// Fills in `ahead` and `behind` of each local branch that has an upstream.
+/// A walk of history per branch, so only when a picker asks for it: the plain
+/// listing stays as fast as it is.
+pub fn add_ahead_behind(repo: &Repository, list: &mut [BranchInfo]) {
+    let tips: HashMap<(BranchKind, String), Oid> = list
+        .iter()
+        .filter_map(|b| Some(((b.kind, b.name.clone()), Oid::from_str(&b.commit).ok()?)))
+        .collect();
+    for branch in list.iter_mut().filter(|b| b.kind == BranchKind::Local) {
+        let Some(upstream) = &branch.upstream else {
+            continue;
+        };
+        let theirs = tips
+            .get(&(BranchKind::Remote, upstream.clone()))
+            .or_else(|| tips.get(&(BranchKind::Local, upstream.clone())));
+        let (Some(theirs), Ok(ours)) = (theirs, Oid::from_str(&branch.commit)) else {
+            continue;
+        };
+        if let Ok((ahead, behind)) = repo.graph_ahead_behind(ours, *theirs) {
+            branch.ahead = Some(ahead);
+            branch.behind = Some(behind);
+        }
+    }
 }
 
 /// Lists local branches (sorted) and then remote-tracking branches (sorted),
@@ -126,6 +157,8 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
                 BranchKind::Local => upstreams.get(short).cloned(),
                 BranchKind::Remote => None,
             },
+            ahead: None,
+            behind: None,
         };
         match f.kind {
             BranchKind::Local => local.push(info),

@@ -17,8 +17,11 @@ impl Default for PackOut {
         PackOut {
             body: Vec::new(),
             count: 0,
-            // Speed over size: the user's next `git gc` repacks anyway.
-            compressor: libdeflater::Compressor::new(libdeflater::CompressionLvl::fastest()),
+            // Speed over size (the user's next `git gc` repacks anyway), but
+            // level 1, not libdeflate's 0, which stores without compressing.
+            compressor: libdeflater::Compressor::new(
+                libdeflater::CompressionLvl::new(1).expect("1 is a valid compression level"),
+            ),
         }
     }
 }
@@ -117,6 +120,12 @@ mod tests {
             ids.push(git2::Oid::hash_object(ObjectType::Blob, blob).expect("hash"));
         }
         assert_eq!(pack.len(), blobs.len());
+        let raw: usize = blobs.iter().map(Vec::len).sum();
+        assert!(
+            pack.body.len() < raw / 4,
+            "the objects are compressed: {} of {raw} bytes",
+            pack.body.len()
+        );
         pack.write_into(&odb).expect("the indexer accepts the pack");
         odb.refresh().expect("refresh");
         for (id, blob) in ids.iter().zip(&blobs) {

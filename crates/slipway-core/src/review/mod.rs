@@ -13,35 +13,49 @@ use crate::git::HostRepo;
 use crate::worktree::lock::LockError;
 use crate::worktree::{self, WorktreeRecord};
 
-/// No worktree matches a selector; shared by every review operation.
+/// No usable worktree matches a selector; shared by every review operation.
 #[derive(Debug, thiserror::Error)]
-#[error("no slipway worktree matches '{selector}'; known: {}", if known.is_empty() { "(none)".to_owned() } else { known.join(", ") })]
-pub struct NoSuchWorktree {
-    /// What was asked for.
-    pub selector: String,
-    /// The worktrees there are (`id (branch)`).
-    pub known: Vec<String>,
+pub enum NoSuchWorktree {
+    /// Nothing matches.
+    #[error("no slipway worktree matches '{selector}'; known: {}", if known.is_empty() { "(none)".to_owned() } else { known.join(", ") })]
+    Unknown {
+        /// What was asked for.
+        selector: String,
+        /// The worktrees there are (`id (branch)`).
+        known: Vec<String>,
+    },
+    /// The worktree's record cannot be read (it is left for the user to see).
+    #[error(transparent)]
+    Unreadable(#[from] worktree::RecordError),
 }
 
 impl Failure for NoSuchWorktree {
     fn kind(&self) -> ErrorKind {
-        ErrorKind::WorktreeNotFound
+        match self {
+            NoSuchWorktree::Unknown { .. } => ErrorKind::WorktreeNotFound,
+            NoSuchWorktree::Unreadable(e) => e.kind(),
+        }
     }
 
     fn data(&self) -> Map<String, Value> {
         let mut data = Map::new();
-        data.insert("known".into(), json!(self.known));
+        if let NoSuchWorktree::Unknown { known, .. } = self {
+            data.insert("known".into(), json!(known));
+        }
         data
     }
 
     fn hints(&self) -> Vec<Hint> {
-        vec![Hint::ListWorktrees]
+        match self {
+            NoSuchWorktree::Unknown { .. } => vec![Hint::ListWorktrees],
+            NoSuchWorktree::Unreadable(_) => Vec::new(),
+        }
     }
 }
 
-/// The record a selector names.
+/// The record a selector names; an unreadable one is its own error.
 fn find_record(host: &HostRepo, selector: &str) -> Result<WorktreeRecord, NoSuchWorktree> {
-    worktree::find(host, selector).ok_or_else(|| NoSuchWorktree {
+    worktree::find_readable(host, selector)?.ok_or_else(|| NoSuchWorktree::Unknown {
         selector: selector.to_owned(),
         known: WorktreeRecord::load_all(&host.slipway_dir())
             .into_iter()

@@ -363,6 +363,9 @@ pub struct RunResult {
     pub kept_branch: Option<String>,
     /// What the merge back did (merge-to-head).
     pub merge: Option<MergeOutcome>,
+    /// The host branch the merge back went into (merge-to-head).
+    #[serde(default)]
+    pub merged_into: Option<String>,
     /// Refs the agent changed in its private git dir other than its branch:
     /// listed, never carried to the host.
     #[serde(default)]
@@ -789,6 +792,7 @@ async fn run_recorded(
             preserved_worktree_path: None,
             kept_branch: None,
             merge: None,
+            merged_into: None,
             refs_ignored: Vec::new(),
             import: None,
             quarantined: Vec::new(),
@@ -840,10 +844,14 @@ async fn run_recorded(
             }
         }
     }
-    let (place, notes) = match prepare_place(host, &request) {
+    let (mut place, notes) = match prepare_place(host, &request) {
         Ok(p) => p,
         Err(e) => return fail(ctx, e),
     };
+    if let Err(e) = place.lock.name_run(&run_id, request.agent.name()) {
+        // Only the wording of a "branch in use" error depends on it.
+        tracing::warn!("could not name the run in its branch lock: {e}");
+    }
     ctx.result.warnings.extend(notes);
     ctx.result.branch = place.branch.clone();
     ctx.result.worktree_path = place.cwd.clone();
@@ -1016,6 +1024,8 @@ async fn run_recorded(
             Ok(merge) => {
                 ctx.log.line(&format!("[slipway] merge: {merge:?}"));
                 ctx.result.merge = Some(merge);
+                ctx.result.merged_into =
+                    into.or_else(|| crate::git::worktrees::head_branch(host.git()));
             }
             Err(e) => error = Some(e.into()),
         }

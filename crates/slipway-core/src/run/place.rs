@@ -151,13 +151,16 @@ pub(super) fn finish_place(
     }
     // Closing (above) checks for changes itself; only a kept worktree needs it here.
     let dirty = crate::git::worktrees::changed_paths_at(&place.cwd).unwrap_or_default();
-    record.state = if dirty.is_empty() {
+    // A worktree the run was given (a handoff, `--worktree`) is the user's:
+    // what is uncommitted in it may be the user's own editing, so it stays
+    // active. One the run made and left dirty is preserved, and flagged.
+    record.state = if dirty.is_empty() || place.handle {
         WorktreeState::Active
     } else {
         WorktreeState::Preserved
     };
-    record.why =
-        (!dirty.is_empty()).then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
+    record.why = (record.state == WorktreeState::Preserved)
+        .then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
     if let Err(e) = record.save(&slipway_dir) {
         ctx.result.warnings.push(e.to_string());
     }

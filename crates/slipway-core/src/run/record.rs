@@ -168,6 +168,7 @@ impl RunRecord {
             preserved_worktree_path: self.worktree_path.clone(),
             kept_branch: None,
             merge: None,
+            merged_into: None,
             refs_ignored: Vec::new(),
             import: None,
             quarantined: Vec::new(),

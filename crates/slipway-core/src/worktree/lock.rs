@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// Who holds a branch lock.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
 pub struct LockHolder {
     /// Process id of the holder.
     pub pid: u32,
@@ -18,6 +19,24 @@ pub struct LockHolder {
     pub branch: String,
     /// When it took the lock, seconds since the epoch.
     pub time: u64,
+    /// The run that holds it, when a run does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The agent of that run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl LockHolder {
+    /// Who holds it, in words: the run and its agent, else the process.
+    fn describe(&self) -> String {
+        let since = crate::util::utc_clock(self.time);
+        match (&self.run_id, &self.agent) {
+            (Some(run), Some(agent)) => format!("run {run} ({agent}) since {since}"),
+            (Some(run), None) => format!("run {run} since {since}"),
+            _ => format!("process {} since {since}", self.pid),
+        }
+    }
 }
 
 /// A held branch lock; dropping it releases the lock.
@@ -32,10 +51,10 @@ pub struct BranchLock {
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Another live process holds the branch.
-    #[error("branch '{branch}' is in use by process {} since {} (lock file {}); wait for it or cancel that run", holder.as_ref().map(|h| h.pid.to_string()).unwrap_or_else(|| "?".into()), holder.as_ref().map(|h| h.time.to_string()).unwrap_or_else(|| "?".into()), path.display())]
+    #[error("branch '{branch}' is in use by {} (lock file {}); wait for it or cancel that run", holder.as_deref().map(LockHolder::describe).unwrap_or_else(|| "another slipway process".into()), path.display())]
     InUse {
         branch: String,
-        holder: Option<LockHolder>,
+        holder: Option<Box<LockHolder>>,
         path: PathBuf,
     },
     /// The lock file could not be opened.
@@ -67,7 +86,7 @@ impl BranchLock {
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(LockError::InUse {
                     branch: branch.to_owned(),
-                    holder: read_holder(&mut file),
+                    holder: read_holder(&mut file).map(Box::new),
                     path,
                 });
             }
@@ -77,17 +96,39 @@ impl BranchLock {
             pid: std::process::id(),
             branch: branch.to_owned(),
             time: crate::util::now_secs(),
+            run_id: None,
+            agent: None,
         };
-        let text = serde_json::to_string(&holder).expect("a lock holder always serialises");
-        file.set_len(0).map_err(io)?;
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        file.write_all(text.as_bytes()).map_err(io)?;
-        file.flush().map_err(io)?;
-        Ok(BranchLock {
+        let mut lock = BranchLock {
             file,
-            path,
+            path: path.clone(),
             branch: branch.to_owned(),
-        })
+        };
+        lock.write_holder(&holder).map_err(io)?;
+        Ok(lock)
+    }
+
+    /// Names the run (and its agent) that holds the lock, so whoever finds the
+    /// branch taken is told which run to wait for or cancel.
+    pub fn name_run(&mut self, run_id: &str, agent: &str) -> std::io::Result<()> {
+        let mut holder = read_holder(&mut self.file).unwrap_or_else(|| LockHolder {
+            pid: std::process::id(),
+            branch: self.branch.clone(),
+            time: crate::util::now_secs(),
+            run_id: None,
+            agent: None,
+        });
+        holder.run_id = Some(run_id.to_owned());
+        holder.agent = Some(agent.to_owned());
+        self.write_holder(&holder)
+    }
+
+    fn write_holder(&mut self, holder: &LockHolder) -> std::io::Result<()> {
+        let text = serde_json::to_string(holder).expect("a lock holder always serialises");
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.file.write_all(text.as_bytes())?;
+        self.file.flush()
     }
 
     /// The branch this lock holds.
