@@ -104,8 +104,8 @@ class Extension implements vscode.Disposable {
       ['slipway.listWorktrees', () => this.listWorktrees()],
       ['slipway.restartSidecar', () => this.restart()],
       ['slipway.openDiff', (arg) => this.openDiff(arg)],
-      ['slipway.land', (arg) => this.land(arg)],
-      ['slipway.discard', (arg) => this.discard(arg)],
+      ['slipway.landWorktree', (arg) => this.land(arg)],
+      ['slipway.discardWorktree', (arg) => this.discard(arg)],
       ['slipway.showRunLog', (arg) => this.showRunLog(arg)],
       ['slipway.refreshView', () => this.refreshView()],
     ];

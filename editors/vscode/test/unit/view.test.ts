@@ -21,7 +21,7 @@ import {
   STATUS_ICON,
   worktreeNodeView,
 } from '../../src/model';
-import { type DiffFile, isUnknownCommand, requests, type RunInfo, SlipwayApi } from '../../src/protocol';
+import { COMMANDS, type DiffFile, isUnknownCommand, requests, type RunInfo, SlipwayApi } from '../../src/protocol';
 import { runFinished, worktree } from './builders';
 
 function file(extra: Partial<DiffFile> = {}): DiffFile {
@@ -232,6 +232,13 @@ describe('the manifest', () => {
     assert.equal(manifest.contributes.configurationDefaults['search.exclude']['**/.slipway'], true);
   });
 
+  it('declares no command the sidecar advertises (the language client registers those itself)', () => {
+    const server = new Set<string>(COMMANDS);
+    for (const c of manifest.contributes.commands) {
+      assert.ok(!server.has(c.command), `${c.command} collides with the sidecar's command of that name`);
+    }
+  });
+
   it('points main at the bundle, and every menu entry at a declared command', () => {
     assert.equal(manifest.main, './out/extension.js');
     const declared = new Set(manifest.contributes.commands.map((c) => c.command));
@@ -241,6 +248,6 @@ describe('the manifest', () => {
       }
     }
     const inline = manifest.contributes.menus['view/item/context'].filter((e) => e.when?.includes('slipway.worktree'));
-    assert.ok(inline.some((e) => e.command === 'slipway.land') && inline.some((e) => e.command === 'slipway.discard'));
+    assert.ok(inline.some((e) => e.command === 'slipway.landWorktree') && inline.some((e) => e.command === 'slipway.discardWorktree'));
   });
 });
