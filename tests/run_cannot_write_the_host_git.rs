@@ -17,32 +17,10 @@ use std::path::{Path, PathBuf};
 use common::*;
 use serde_json::Value;
 
-/// A sandbox to attack from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sandbox {
-    Host,
-    Docker,
-}
-
-impl Sandbox {
-    fn args(self) -> Vec<&'static str> {
-        match self {
-            Sandbox::Host => vec!["--sandbox", "none"],
-            Sandbox::Docker => vec![
-                "--sandbox",
-                "docker",
-                "--image",
-                TEST_IMAGE,
-                "--network",
-                "none",
-            ],
-        }
-    }
-
-    fn all() -> [Sandbox; 2] {
-        require_docker_image();
-        [Sandbox::Host, Sandbox::Docker]
-    }
+/// The sandboxes to attack from (the docker one needs the engine and test image).
+fn every_sandbox() -> [Sandbox; 2] {
+    require_docker_image();
+    [Sandbox::Host, Sandbox::Docker]
 }
 
 /// A host repository with a sibling worktree, a secret file beside it, and
@@ -296,7 +274,7 @@ fn worktree_id(world: &World, branch: &str) -> String {
 
 #[test]
 fn swapping_the_admin_dir_cannot_make_close_delete_the_host_repository() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let (env, repo) = (&world.env, &world.repo);
         let created = env.slipway_json(repo, &["worktree", "create", "--branch", "victim"]);
@@ -359,7 +337,7 @@ fn swapping_the_admin_dir_cannot_make_close_delete_the_host_repository() {
 
 #[test]
 fn planted_commondir_modules_config_and_config_worktree_run_nothing() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let before = Before::take(&world);
         let common = world.repo.join(".git");
@@ -433,7 +411,7 @@ fn planted_commondir_modules_config_and_config_worktree_run_nothing() {
 
 #[test]
 fn objects_cannot_be_deleted_or_replaced() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let (env, repo) = (&world.env, &world.repo);
         let readme_blob = env.rev(repo, "HEAD:README.md");
@@ -483,7 +461,7 @@ fn objects_cannot_be_deleted_or_replaced() {
 
 #[test]
 fn shallow_and_another_worktrees_head_stay_as_they_are() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let (env, repo) = (&world.env, &world.repo);
         let sibling_id = worktree_id(&world, "sibling");
@@ -532,7 +510,7 @@ fn shallow_and_another_worktrees_head_stay_as_they_are() {
 
 #[test]
 fn refs_the_agent_moves_stay_in_its_private_git_dir_and_are_listed() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let (env, repo) = (&world.env, &world.repo);
         let before = Before::take(&world);
@@ -565,7 +543,7 @@ fn refs_the_agent_moves_stay_in_its_private_git_dir_and_are_listed() {
 
 #[test]
 fn a_well_behaved_run_lists_no_ignored_ref() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let before = Before::take(&world);
         let (result, log) = world.ok_run(
@@ -581,7 +559,7 @@ fn a_well_behaved_run_lists_no_ignored_ref() {
 
 #[test]
 fn the_head_strategy_moves_only_the_hosts_branch() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let (env, repo) = (&world.env, &world.repo);
         let before = Before::take_for(&world, true);
@@ -666,7 +644,7 @@ fn a_stray_process_left_in_a_long_lived_sandbox_moves_nothing_on_the_host() {
 
 #[test]
 fn a_lock_left_by_the_agent_cannot_make_the_merge_undo_the_users_edit() {
-    for sandbox in Sandbox::all() {
+    for sandbox in every_sandbox() {
         let world = World::new();
         let (env, repo) = (&world.env, &world.repo);
         std::fs::write(repo.join("src/lib.txt"), "one\nthe user's unstaged edit\n").expect("edit");

@@ -28,29 +28,6 @@ fn gated_agent(work: &str) -> String {
     )
 }
 
-/// Where the run happens.
-#[derive(Clone, Copy, Debug)]
-enum Sandbox {
-    Host,
-    Docker,
-}
-
-impl Sandbox {
-    fn args(self) -> Vec<&'static str> {
-        match self {
-            Sandbox::Host => vec![],
-            Sandbox::Docker => vec![
-                "--sandbox",
-                "docker",
-                "--image",
-                TEST_IMAGE,
-                "--network",
-                "none",
-            ],
-        }
-    }
-}
-
 /// A run started in the background on a worktree made first, so the test knows
 /// its path and can open the gate.
 struct GatedRun {
@@ -303,11 +280,7 @@ fn a_host_switched_to_another_branch_gets_nothing_and_the_branch_is_kept() {
         main_before,
         "main is not merged into either"
     );
-    // The run's own branch is the one ref that moves.
-    let (mut before, mut after) = (before, host_bytes(&env, &repo));
-    before.2 = strip_ref(&before.2, &branch);
-    after.2 = strip_ref(&after.2, &branch);
-    assert_eq!(after, before, "the host (now on `other`) is byte-identical");
+    assert_host_unchanged(&env, &repo, before, &branch, "the host (now on `other`)");
     assert!(
         s(&result["error"], "message").contains(&format!("git merge {branch}")),
         "the result says how to merge it: {result}"
@@ -370,13 +343,7 @@ fn an_overlapping_edit_stops_the_merge_and_nothing_changes() {
     assert!(!ok, "{result}");
     assert_eq!(error_kind(&stderr), "hostDirty", "{stderr}");
     let branch = s(&result, "branch").to_owned();
-    let (mut before, mut after) = (before, host_bytes(&env, &repo));
-    before.2 = strip_ref(&before.2, &branch);
-    after.2 = strip_ref(&after.2, &branch);
-    assert_eq!(
-        after, before,
-        "HEAD, index, refs and files are byte-identical"
-    );
+    assert_host_unchanged(&env, &repo, before, &branch, "HEAD, index, refs and files");
     assert!(!repo.join(".git/MERGE_HEAD").exists());
     assert_eq!(
         env.git(&repo, &["show", &format!("{branch}:shared.txt")]),
@@ -404,14 +371,26 @@ fn an_ignored_file_in_the_way_is_never_overwritten() {
     assert!(!ok, "{result}");
     assert_eq!(error_kind(&stderr), "hostDirty", "{stderr}");
     let branch = s(&result, "branch").to_owned();
-    let (mut before, mut after) = (before, host_bytes(&env, &repo));
-    before.2 = strip_ref(&before.2, &branch);
-    after.2 = strip_ref(&after.2, &branch);
-    assert_eq!(after, before);
+    assert_host_unchanged(&env, &repo, before, &branch, "the host");
     assert_eq!(
         std::fs::read(repo.join(".env")).expect(".env"),
         b"SECRET=the user's own\n"
     );
+}
+
+/// The host is byte for byte as `before`, but for the run's own branch (the
+/// one ref a run moves).
+fn assert_host_unchanged(
+    env: &TestEnv,
+    repo: &Path,
+    mut before: HostBytes,
+    branch: &str,
+    what: &str,
+) {
+    let mut after = host_bytes(env, repo);
+    before.2 = strip_ref(&before.2, branch);
+    after.2 = strip_ref(&after.2, branch);
+    assert_eq!(after, before, "{what} must be byte-identical");
 }
 
 /// A `for-each-ref` listing without the line of `branch`.

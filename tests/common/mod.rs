@@ -322,3 +322,27 @@ impl Drop for Tmpfs {
         }
     }
 }
+
+/// Where a test's run happens: a host process, or a container of the test image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sandbox {
+    Host,
+    Docker,
+}
+
+impl Sandbox {
+    /// The `slipway run` flags for it (offline, for containers).
+    pub fn args(self) -> Vec<&'static str> {
+        match self {
+            Sandbox::Host => vec!["--sandbox", "none"],
+            Sandbox::Docker => vec![
+                "--sandbox",
+                "docker",
+                "--image",
+                TEST_IMAGE,
+                "--network",
+                "none",
+            ],
+        }
+    }
+}
