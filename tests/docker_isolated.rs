@@ -134,7 +134,10 @@ fn commits_and_files_come_back_from_a_remote_engine_that_saw_no_bind_mount() {
         wt.to_str().expect("utf8")
     );
     let list = env.slipway_json(&repo, &["worktree", "list"]);
-    assert_eq!(list["worktrees"][0]["state"], "preserved", "{list}");
+    // A worktree the user handed to the run stays active (it is the user's), and
+    // shows as dirty: only a worktree the run made itself is flagged preserved.
+    assert_eq!(list["worktrees"][0]["state"], "active", "{list}");
+    assert_eq!(list["worktrees"][0]["dirty"], true, "{list}");
 }
 
 #[test]

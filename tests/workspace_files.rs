@@ -1173,10 +1173,12 @@ isolation = "shared"
     assert_eq!(err.kind(), "workspaceExists");
     assert_eq!(
         err.to_string(),
-        format!(
-            "workspace 'web' already exists ({}); change it with `slipway workspace edit web` or remove it with `slipway workspace rm web`",
-            ws.path.display()
-        )
+        format!("workspace 'web' already exists ({})", ws.path.display())
+    );
+    // What to do is a hint each edge words: the command line names its commands.
+    assert_eq!(
+        slipway_core::error::Failure::hints(&err),
+        vec![slipway_core::error::Hint::ChangeWorkspace { name: "web".into() }]
     );
 }
 
@@ -1500,9 +1502,15 @@ fn list_show_and_rm() {
     assert_eq!(
         err.to_string(),
         format!(
-            "no workspace named 'alpha' ({} does not exist); create it with `slipway workspace create alpha --mount SRC:DST`",
+            "no workspace named 'alpha' ({} does not exist)",
             store.dir().join("alpha.toml").display()
         )
+    );
+    assert_eq!(
+        slipway_core::error::Failure::hints(&err),
+        vec![slipway_core::error::Hint::CreateWorkspace {
+            name: "alpha".into()
+        }]
     );
 }
 
@@ -1516,4 +1524,33 @@ fn ask_mounts_are_listed_in_mount_order() {
     let asks: Vec<String> = ws.ask_mounts().iter().map(|m| m.label()).collect();
     assert_eq!(asks, vec!["/a", "/c"]);
     assert_eq!(ws.effective_workdir(), Some(Path::new("/a")));
+}
+
+#[test]
+fn each_edge_words_what_to_do_about_a_missing_workspace_in_its_own_terms() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let (_, err) = env.slipway_fail(&repo, &["workspace", "show", "nope"]);
+    assert_eq!(err["kind"], "workspaceNotFound");
+    assert!(
+        err["message"]
+            .as_str()
+            .expect("message")
+            .ends_with("create it with `slipway workspace create nope --mount SRC:DST`"),
+        "{err}"
+    );
+    let mut lsp = common::lsp::Lsp::start(&env, Some(&repo), false);
+    let answer = lsp
+        .execute(
+            "slipway.run",
+            serde_json::json!({"root": repo, "workspace": "nope", "agent": {"type": "command", "command": ["true"]}}),
+        )
+        .expect_err("no such workspace");
+    let message = answer["message"].as_str().expect("message");
+    assert_eq!(answer["data"]["kind"], "workspaceNotFound", "{answer}");
+    assert!(
+        !message.contains("slipway workspace create"),
+        "no command-line words in the sidecar: {message}"
+    );
+    assert!(message.contains("create it first"), "{message}");
 }

@@ -45,16 +45,9 @@ impl From<slipway_core::git::policy::PolicyArgError> for CliError {
 impl From<slipway_core::worktree::CreateError> for CliError {
     fn from(e: slipway_core::worktree::CreateError) -> Self {
         use slipway_core::worktree::CreateError;
-        let path = e.worktree_path().map(|p| p.display().to_string());
         match e {
             CreateError::Source(inner) => CliError::from_failure(&inner),
-            other => {
-                let err = CliError::new(other.kind(), other.to_string());
-                match path {
-                    Some(p) => err.with_data(serde_json::json!({ "worktreePath": p })),
-                    None => err,
-                }
-            }
+            other => CliError::new(other.kind(), other.to_string()),
         }
     }
 }
@@ -121,6 +114,12 @@ pub fn hint_text(hint: &Hint) -> String {
         Hint::ListWorktrees => "see `slipway worktree list`".into(),
         Hint::ListRuns => "see `slipway runs`".into(),
         Hint::ListSandboxes => "see `slipway sandbox list`".into(),
+        Hint::CreateWorkspace { name } => {
+            format!("create it with `slipway workspace create {name} --mount SRC:DST`")
+        }
+        Hint::ChangeWorkspace { name } => format!(
+            "change it with `slipway workspace edit {name}` or remove it with `slipway workspace rm {name}`"
+        ),
         Hint::UseStrategy { strategies } => {
             format!("or use --strategy {}", strategies.join(" or "))
         }

@@ -50,7 +50,7 @@ pub(super) fn sandbox_command(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let err = |e: sandboxes::SandboxesError| CliError::new(e.kind(), e.to_string());
+    let err = |e: sandboxes::SandboxesError| CliError::from_failure(&e);
     match command {
         args::SandboxCommand::Create(a) => {
             let limits = Limits {

@@ -75,7 +75,7 @@ pub struct WorkspaceNameArgs {
 
 impl From<WorkspaceError> for CliError {
     fn from(e: WorkspaceError) -> Self {
-        let err = CliError::new(e.kind(), e.to_string());
+        let err = CliError::from_failure(&e);
         match &e {
             WorkspaceError::Invalid(v) => match v.mount() {
                 Some(m) => err.with_data(serde_json::json!({ "mount": m })),

@@ -41,15 +41,12 @@ fn source_error(host: &HostRepo, e: policy::SourceError) -> jsonrpc::Error {
     failure(&PlanError::source(host, e))
 }
 
+/// A failed create leaves nothing behind (it removes what it made), so its
+/// error names no worktree.
 fn create_error(host: &HostRepo, e: CreateError) -> jsonrpc::Error {
-    let path = e.worktree_path().map(Path::to_path_buf);
     match e {
         CreateError::Source(inner) => source_error(host, inner),
-        other => error(
-            other.kind(),
-            other.to_string(),
-            json!({ "worktreePath": path }),
-        ),
+        other => error(other.kind(), other.to_string(), Value::Null),
     }
 }
 

@@ -358,6 +358,10 @@ fn hint_text(hint: &Hint) -> String {
         Hint::ListWorktrees => "see `slipway.list`".into(),
         Hint::ListRuns => "pass the run's `root`, or see `slipway/status`".into(),
         Hint::ListSandboxes => "see `slipway sandbox list`".into(),
+        Hint::CreateWorkspace { name } => {
+            format!("no workspace file '{name}' yet: create it first (see `slipway.workspaces`)")
+        }
+        Hint::ChangeWorkspace { name } => format!("workspace '{name}' exists: edit or remove it"),
         Hint::UseStrategy { strategies } => format!("or use strategy {}", strategies.join(" or ")),
     }
 }

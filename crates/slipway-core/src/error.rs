@@ -265,6 +265,16 @@ pub enum Hint {
     ListRuns,
     /// Pick one of the long-lived sandboxes.
     ListSandboxes,
+    /// Make the named workspace first.
+    CreateWorkspace {
+        /// Its name.
+        name: String,
+    },
+    /// Change or remove the named workspace (it exists).
+    ChangeWorkspace {
+        /// Its name.
+        name: String,
+    },
     /// Use another strategy.
     UseStrategy {
         /// Which ones would do.

@@ -221,9 +221,6 @@ impl Failure for PlanError {
                 };
                 data.insert("holder".into(), holder);
             }
-            PlanError::Copy(e) => {
-                data.insert("worktreePath".into(), json!(e.worktree_path()));
-            }
             _ => {}
         }
         data
@@ -259,6 +256,7 @@ impl Failure for PlanError {
             }],
             PlanError::WorktreeNotFound(_) => vec![Hint::ListWorktrees],
             PlanError::SandboxNotFound(_) => vec![Hint::ListSandboxes],
+            PlanError::Workspace(e) => crate::error::Failure::hints(e.as_ref()),
             PlanError::ImageWithoutDocker => vec![Hint::Give {
                 field: Field::Sandbox,
             }],

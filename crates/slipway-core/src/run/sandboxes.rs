@@ -51,12 +51,10 @@ const GIT_LAYOUT: u32 = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxesError {
     /// No such sandbox.
-    #[error("no sandbox '{0}' in this repository; see `slipway sandbox list`")]
+    #[error("no sandbox '{0}' in this repository")]
     Unknown(String),
     /// The host sandbox is not long-lived.
-    #[error(
-        "only docker and docker-isolated sandboxes are long-lived; pass --sandbox docker or docker-isolated with --image"
-    )]
+    #[error("only docker and docker-isolated sandboxes are long-lived")]
     NotAContainer,
     /// Anything the run machinery reports.
     #[error(transparent)]
@@ -108,13 +106,35 @@ pub async fn pause(host: &HostRepo, id: &str) -> Option<Paused> {
     }
 }
 
-impl SandboxesError {
-    /// Stable machine-readable kind.
-    pub fn kind(&self) -> crate::error::ErrorKind {
+impl crate::error::Failure for SandboxesError {
+    fn kind(&self) -> crate::error::ErrorKind {
         match self {
             SandboxesError::Unknown(_) => crate::error::ErrorKind::UnknownSandbox,
             SandboxesError::NotAContainer => crate::error::ErrorKind::InvalidParams,
             SandboxesError::Run(e) => e.kind(),
+        }
+    }
+
+    fn data(&self) -> serde_json::Map<String, serde_json::Value> {
+        match self {
+            SandboxesError::Run(e) => crate::error::Failure::data(e),
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    fn hints(&self) -> Vec<crate::error::Hint> {
+        use crate::error::{Field, Hint};
+        match self {
+            SandboxesError::Unknown(_) => vec![Hint::ListSandboxes],
+            SandboxesError::NotAContainer => vec![
+                Hint::Give {
+                    field: Field::Sandbox,
+                },
+                Hint::Give {
+                    field: Field::Image,
+                },
+            ],
+            SandboxesError::Run(e) => crate::error::Failure::hints(e),
         }
     }
 }

@@ -142,7 +142,7 @@ pub enum WorkspaceError {
         message: String,
     },
     /// No file for that name.
-    #[error("no workspace named '{name}' ({} does not exist); create it with `slipway workspace create {name} --mount SRC:DST`", path.display())]
+    #[error("no workspace named '{name}' ({} does not exist)", path.display())]
     NotFound {
         /// The name asked for.
         name: String,
@@ -150,7 +150,7 @@ pub enum WorkspaceError {
         path: PathBuf,
     },
     /// `create` for a name that has a file.
-    #[error("workspace '{name}' already exists ({}); change it with `slipway workspace edit {name}` or remove it with `slipway workspace rm {name}`", path.display())]
+    #[error("workspace '{name}' already exists ({})", path.display())]
     AlreadyExists {
         /// The name.
         name: String,
@@ -187,6 +187,25 @@ impl From<ValidationError> for WorkspaceError {
 impl From<EditError> for WorkspaceError {
     fn from(e: EditError) -> Self {
         WorkspaceError::Edit(Box::new(e))
+    }
+}
+
+impl crate::error::Failure for WorkspaceError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        WorkspaceError::kind(self)
+    }
+
+    fn hints(&self) -> Vec<crate::error::Hint> {
+        use crate::error::Hint;
+        match self {
+            WorkspaceError::NotFound { name, .. } => {
+                vec![Hint::CreateWorkspace { name: name.clone() }]
+            }
+            WorkspaceError::AlreadyExists { name, .. } => {
+                vec![Hint::ChangeWorkspace { name: name.clone() }]
+            }
+            _ => Vec::new(),
+        }
     }
 }
 

@@ -139,12 +139,6 @@ impl CreateError {
             CreateError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
-
-    /// The worktree this error leaves behind, if any (a failed create
-    /// removes what it made, so none).
-    pub fn worktree_path(&self) -> Option<&Path> {
-        None
-    }
 }
 
 impl From<LockError> for CreateError {

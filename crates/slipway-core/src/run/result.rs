@@ -1,0 +1,106 @@
+//! What a run gives back: its status, commits, usage and the whole result.
+
+use super::*;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunStatus {
+    /// Every iteration succeeded (or the completion signal arrived) and the work is where the strategy puts it.
+    Completed,
+    /// The agent, a hook or the merge failed.
+    Failed,
+    /// A timeout fired.
+    TimedOut,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// A commit the run created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitRef {
+    /// Full commit id.
+    pub sha: String,
+}
+
+/// Token usage of a run, as the agent reported it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Of `input_tokens`, how many were read from the prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Cost in US dollars, when the agent reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// An error as the result carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// Stable kind.
+    pub kind: crate::error::ErrorKind,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// Run id.
+    pub run_id: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Iterations started.
+    pub iterations: u32,
+    /// Commits created, oldest first.
+    pub commits: Vec<CommitRef>,
+    /// The branch the agent worked on.
+    pub branch: String,
+    /// Where the agent ran.
+    pub worktree_path: PathBuf,
+    /// The completion signal that matched.
+    pub completion_signal: Option<String>,
+    /// The agent's session id (set as soon as the agent names it).
+    pub session_id: Option<String>,
+    /// Token usage.
+    pub usage: Option<Usage>,
+    /// The agent's final answer: its last result, or else its last text.
+    #[serde(default)]
+    pub final_text: Option<String>,
+    /// The run's log.
+    pub log_file: PathBuf,
+    /// Set when the worktree was kept (uncommitted changes, or a worktree handle).
+    pub preserved_worktree_path: Option<PathBuf>,
+    /// Set when a temporary branch was kept on purpose, with how to merge or discard it.
+    pub kept_branch: Option<String>,
+    /// What the merge back did (merge-to-head).
+    pub merge: Option<MergeOutcome>,
+    /// The host branch the merge back went into (merge-to-head).
+    #[serde(default)]
+    pub merged_into: Option<String>,
+    /// Refs the agent changed in its private git dir other than its branch:
+    /// listed, never carried to the host.
+    #[serde(default)]
+    pub refs_ignored: Vec<IgnoredRef>,
+    /// What the import of the run's branch into the host did, when the run
+    /// left commits (the branch moved, or a side branch was made and why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<Imported>,
+    /// What the check after the run moved aside or found (nested `.git`
+    /// entries, symlinks leaving the checkout, new gitlinks, refused entries).
+    #[serde(default)]
+    pub quarantined: Vec<quarantine::Quarantined>,
+    /// Things the user should know.
+    pub warnings: Vec<String>,
+    /// Workspace runs: what happened in each mount (branches, commits, kept checkouts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<workspace::MountResult>,
+    /// Why it did not complete.
+    pub error: Option<ErrorInfo>,
+}

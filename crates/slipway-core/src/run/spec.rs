@@ -1,0 +1,237 @@
+//! What a run is asked to do: strategy, sandbox (with its limits), hooks,
+//! timeouts and the whole request.
+
+use super::*;
+
+/// Where the agent's commits land.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum RunStrategy {
+    /// Straight into the host working directory.
+    Head,
+    /// A temporary branch in a worktree, merged back into the host's current branch.
+    MergeToHead,
+    /// A named branch in a worktree, kept.
+    Branch { name: String, base: Option<String> },
+}
+
+/// Which sandbox runs the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum SandboxSpec {
+    /// A host process in the worktree.
+    #[default]
+    None,
+    /// A Docker container (Engine API) with the worktree bind-mounted at its
+    /// own path and the run's private git dir beside it.
+    Docker {
+        /// The image; it must be on the engine already (nothing is pulled).
+        image: String,
+        /// Network mode; `None` is the engine's default.
+        #[serde(default)]
+        network: Option<String>,
+        /// Memory and process limits.
+        #[serde(default, skip_serializing_if = "Limits::is_default")]
+        limits: Limits,
+    },
+    /// A Docker container that sees no host path: code goes in as a git bundle
+    /// plus files, commits and files come back. Works with a remote engine.
+    DockerIsolated {
+        /// The image; it must be on the engine already (nothing is pulled).
+        image: String,
+        /// Network mode; `None` is the engine's default.
+        #[serde(default)]
+        network: Option<String>,
+        /// Memory and process limits.
+        #[serde(default, skip_serializing_if = "Limits::is_default")]
+        limits: Limits,
+    },
+}
+
+/// What a container may take of the machine. Unset means the default: half
+/// the machine's memory (no swap beyond it) and 4096 processes; 0 means no
+/// limit at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// Memory in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// Processes and threads at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
+}
+
+/// The default process limit of a container.
+pub const DEFAULT_PIDS: u64 = 4096;
+
+impl Limits {
+    fn is_default(&self) -> bool {
+        *self == Limits::default()
+    }
+
+    /// The limits to apply, defaults filled in (`None`: no limit).
+    pub fn resolved(&self) -> (Option<i64>, Option<i64>) {
+        let memory = match self.memory_bytes {
+            Some(0) => None,
+            Some(bytes) => Some(bytes),
+            None => machine_memory().map(|m| m / 2),
+        };
+        let pids = match self.pids {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => Some(DEFAULT_PIDS),
+        };
+        let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        (memory.map(signed), pids.map(signed))
+    }
+
+    /// Parses a memory size: a number of bytes, or with `k`, `m`, `g` or `t`
+    /// (powers of 1024, as Docker reads them); `0` means no limit.
+    pub fn parse_memory(text: &str) -> Result<u64, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let t = t.strip_suffix('b').unwrap_or(&t);
+        let (digits, shift) = match t.chars().last() {
+            Some('k') => (&t[..t.len() - 1], 10),
+            Some('m') => (&t[..t.len() - 1], 20),
+            Some('g') => (&t[..t.len() - 1], 30),
+            Some('t') => (&t[..t.len() - 1], 40),
+            _ => (t, 0),
+        };
+        let n: u64 = digits.parse().map_err(|_| {
+            format!(
+                "'{text}' is not a memory size; give bytes or a size like 512m or 4g (0: no limit)"
+            )
+        })?;
+        n.checked_mul(1u64 << shift)
+            .ok_or_else(|| format!("'{text}' is larger than any machine's memory"))
+    }
+}
+
+/// The machine's physical memory in bytes.
+fn machine_memory() -> Option<u64> {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| (pages as u64).saturating_mul(size as u64))
+}
+
+impl SandboxSpec {
+    /// The kind's name, as in the JSON `type`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            SandboxSpec::None => "none",
+            SandboxSpec::Docker { .. } => "docker",
+            SandboxSpec::DockerIsolated { .. } => "docker-isolated",
+        }
+    }
+}
+
+/// Commands run before the agent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Hooks {
+    /// On the host, in the worktree, before the sandbox starts.
+    pub host_on_worktree_ready: Vec<String>,
+    /// Inside the sandbox, before the agent.
+    pub sandbox_on_sandbox_ready: Vec<String>,
+}
+
+/// Every timeout of a run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeouts {
+    /// No output for this long kills the agent.
+    #[serde(with = "secs")]
+    pub idle: Duration,
+    /// Each hook and each prompt command.
+    #[serde(with = "secs")]
+    pub hook: Duration,
+    /// Silence after the completion signal that ends the iteration successfully.
+    #[serde(with = "secs")]
+    pub completion_grace: Duration,
+    /// Merging back into the host, up to the first change to the host.
+    #[serde(with = "secs", default = "default_merge_timeout")]
+    pub merge: Duration,
+    /// Bringing an isolated sandbox's work to the host.
+    #[serde(with = "secs", default = "default_collect_timeout")]
+    pub collect: Duration,
+}
+
+fn default_collect_timeout() -> Duration {
+    Timeouts::default().collect
+}
+
+fn default_merge_timeout() -> Duration {
+    Timeouts::default().merge
+}
+
+/// Durations as whole seconds in files.
+mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs(u64::deserialize(d)?))
+    }
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            idle: Duration::from_secs(600),
+            hook: Duration::from_secs(300),
+            completion_grace: Duration::from_secs(60),
+            merge: Duration::from_secs(300),
+            collect: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    /// Run id; generated when `None`.
+    pub run_id: Option<String>,
+    /// Branch strategy (ignored when `worktree` names an existing one, whose strategy wins).
+    pub strategy: RunStrategy,
+    /// An existing worktree (id, path or branch) to run in; it is kept after the run.
+    pub worktree: Option<String>,
+    /// Where a new branch starts.
+    pub source: SourcePolicy,
+    /// Paths copied from the host into a new worktree.
+    pub copy: Vec<String>,
+    /// Which agent.
+    pub agent: AgentSpec,
+    /// Which sandbox.
+    pub sandbox: SandboxSpec,
+    /// Run on a workspace: several mounts, each shared or isolated (see [`workspace`]).
+    #[serde(default)]
+    pub workspace: Option<workspace::WorkspacePlan>,
+    /// Run in this long-lived sandbox (see [`sandboxes`]) instead of a new one;
+    /// its worktree and kind win over `worktree` and `sandbox`.
+    #[serde(default)]
+    pub sandbox_id: Option<String>,
+    /// The prompt.
+    pub prompt: PromptSource,
+    /// Template arguments.
+    pub prompt_args: BTreeMap<String, String>,
+    /// Iterations at most.
+    pub max_iterations: u32,
+    /// Output that ends the run early.
+    pub completion_signals: Vec<String>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Hooks.
+    pub hooks: Hooks,
+}
