@@ -210,7 +210,8 @@ describe('slipway lsp, driven through the extension request builders', () => {
   it('answers errors with a stable data.kind', async () => {
     await assert.rejects(
       session.api.createWorktree({ root: fx.repo, strategy: 'branch', branch: 'main' }),
-      (e: unknown) => e instanceof SlipwayError && e.kind === 'branchCheckedOut' && e.data?.worktreePath === null,
+      // A failed create leaves nothing behind, so its error names no worktree.
+      (e: unknown) => e instanceof SlipwayError && e.kind === 'branchCheckedOut' && e.data?.worktreePath === undefined,
     );
     await assert.rejects(
       session.api.createWorktree({ root: fx.repo, strategy: 'branch', branch: 'bad..name' }),
