@@ -333,6 +333,31 @@ pub trait Failure: std::error::Error {
     }
 }
 
+/// `Failure` for errors whose own `kind()` is all an edge needs: no data, no
+/// hints (their messages say what to do in no edge's words).
+macro_rules! failure_by_kind {
+    ($($error:ty),* $(,)?) => {
+        $(impl Failure for $error {
+            fn kind(&self) -> ErrorKind {
+                <$error>::kind(self)
+            }
+        })*
+    };
+}
+
+failure_by_kind!(
+    crate::agent::AgentSpecError,
+    crate::agent::session::SessionError,
+    crate::workspace::edit::EditError,
+    crate::workspace::validate::ValidationError,
+    crate::git::merge::MergeError,
+    crate::git::import::ImportError,
+    crate::worktree::RecordError,
+    crate::worktree::CreateError,
+    crate::worktree::CloseError,
+    crate::run::private_git::RunGitError,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
