@@ -904,7 +904,7 @@ fn rule_a_named_workspace_has_mounts() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: the workspace has no mounts; add a [[mounts]] table with src and dst (or run `slipway workspace edit` with --mount SRC:DST)",
+            "{}: the workspace has no mounts; add a [[mounts]] table with src and dst",
             ws.path.display()
         )
     );

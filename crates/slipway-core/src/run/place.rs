@@ -138,8 +138,8 @@ pub(super) fn finish_place(
                     .line(&format!("[slipway] worktree preserved: {reason}"));
                 ctx.result.preserved_worktree_path = Some(preserved_path);
                 ctx.result.kept_branch = Some(format!(
-                    "branch '{}' was kept with the preserved worktree ({reason}); close it with `slipway worktree close {}` once you have looked",
-                    place.branch, place.branch
+                    "branch '{}' was kept with the preserved worktree ({reason}); close the worktree once you have looked",
+                    place.branch
                 ));
                 return;
             }

@@ -66,7 +66,7 @@ pub fn outdated(record: &SandboxRecord) -> Option<RunError> {
     (matches!(record.spec, SandboxSpec::Docker { .. }) && record.git_layout < GIT_LAYOUT).then(|| {
         RunError::Outdated(format!(
             "sandbox '{id}' was made by an earlier slipway, whose containers could write the repository's .git; \
-             close it with `slipway sandbox close {id}` and create it again with `slipway sandbox create` (the worktree stays)",
+             close it and create it again (the worktree stays)",
             id = record.id
         ))
     })

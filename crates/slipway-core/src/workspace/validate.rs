@@ -168,7 +168,7 @@ pub enum ValidationError {
         dsts: String,
     },
     /// A named workspace without mounts.
-    #[error("{}: the workspace has no mounts; add a [[mounts]] table with src and dst (or run `slipway workspace edit` with --mount SRC:DST)", file.display())]
+    #[error("{}: the workspace has no mounts; add a [[mounts]] table with src and dst", file.display())]
     NoMounts {
         /// The file.
         file: PathBuf,
