@@ -467,18 +467,20 @@ fn a_second_run_is_refused_while_an_agent_of_a_dead_run_lives() {
         .spawn()
         .expect("run");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !pidfile.is_file() {
+    // The shell creates the file before it writes the pid: wait for the pid.
+    let agent_pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "the agent never started"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let agent_pid: i32 = std::fs::read_to_string(&pidfile)
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("a pid");
+    };
     // The guard is killed too (as if the whole machine's slipway processes
     // died at once, guard and all): only the agent is left.
     let mut guards = guards_of(agent_pid);

@@ -32,7 +32,13 @@ pub(super) fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<Exit
                 eprintln!("  │ {line}");
             }
         }))
-        .map_err(|e| CliError::new(ErrorKind::ImageBuildFailed, e.to_string()))?;
+        .map_err(|e| {
+            let hint = match e {
+                slipway_core::sandbox::SandboxError::NoDockerfile { .. } => "; pass --file PATH",
+                _ => "",
+            };
+            CliError::new(ErrorKind::ImageBuildFailed, format!("{e}{hint}"))
+        })?;
     if json {
         print_json(&serde_json::json!({ "tag": args.tag, "id": id }));
     } else {

@@ -64,11 +64,10 @@ pub async fn build_image(
 ) -> Result<String, SandboxError> {
     let dockerfile = spec.context.join(&spec.dockerfile);
     if !dockerfile.is_file() {
-        return Err(SandboxError::Other(format!(
-            "no Dockerfile at {}; pass --file PATH (relative to the context {})",
-            dockerfile.display(),
-            spec.context.display()
-        )));
+        return Err(SandboxError::NoDockerfile {
+            dockerfile,
+            context: spec.context.clone(),
+        });
     }
     let mut builder = tar::Builder::new(Vec::new());
     builder.follow_symlinks(false);

@@ -75,6 +75,14 @@ pub enum SandboxError {
     /// An empty command.
     #[error("the command is empty; give a program to run")]
     EmptyCommand,
+    /// An image build names a Dockerfile that is not there.
+    #[error("no Dockerfile at {} (the Dockerfile is found relative to the context {})", dockerfile.display(), context.display())]
+    NoDockerfile {
+        /// Where it was looked for.
+        dockerfile: std::path::PathBuf,
+        /// The build context.
+        context: std::path::PathBuf,
+    },
     /// Anything else the provider reports.
     #[error("{0}")]
     Other(String),
