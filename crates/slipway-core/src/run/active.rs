@@ -67,7 +67,7 @@ impl ActiveSandbox {
                 (ActiveSandbox::Host(_), _) => Ok(HandedIn::default()),
                 _ => Err(not_carried(
                     "slipway carries only Claude Code, Codex and Pi sessions into a container; \
-                     resume it with the host sandbox (`--sandbox none`)",
+                     resume it with the host sandbox (none)",
                 )),
             };
         };
