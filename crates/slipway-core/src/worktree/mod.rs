@@ -242,7 +242,6 @@ pub fn pid_alive(pid: u32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Finds a worktree record by id, path (the worktree or anything inside it) or branch name.
 /// Like [`find`], but a selector naming a record that cannot be read is that
 /// record's error, never "not found" (and never a rebuilt record).
 pub fn find_readable(
@@ -259,6 +258,7 @@ pub fn find_readable(
     Ok(find(host, selector))
 }
 
+/// Finds a worktree record by id, path (the worktree or anything inside it) or branch name.
 pub fn find(host: &HostRepo, selector: &str) -> Option<WorktreeRecord> {
     let _ = reconcile(host);
     let records = WorktreeRecord::load_all(&host.slipway_dir());
