@@ -299,6 +299,10 @@ pub fn copy_objects(
         if !seen.insert(id) || host_odb.exists(id) {
             continue;
         }
+        if stream_big_blob(&private, &host_odb, id)? {
+            written += 1;
+            continue;
+        }
         let object = private.read(id).map_err(|_| ImportError::Missing { id })?;
         let kind = object.kind();
         let data = object.data();
@@ -326,6 +330,43 @@ pub fn copy_objects(
         return Err(ImportError::Missing { id: tip });
     }
     Ok(written)
+}
+
+/// Copies a blob larger than [`PACK_OBJECT_LIMIT`] through a stream, never
+/// whole in memory: libgit2 hashes what it writes, and the id it gives back
+/// must be the one asked for. `false` when `id` is no such blob, or the
+/// private store cannot stream it (packed objects): the caller reads it whole.
+fn stream_big_blob(private: &Odb<'_>, host_odb: &Odb<'_>, id: Oid) -> Result<bool, ImportError> {
+    use std::io::{Read, Write};
+    match private.read_header(id) {
+        Ok((size, ObjectType::Blob)) if size > PACK_OBJECT_LIMIT => {}
+        _ => return Ok(false),
+    }
+    let Ok((mut reader, size, kind)) = private.reader(id) else {
+        return Ok(false);
+    };
+    let io = |e: std::io::Error| git2::Error::from_str(&format!("cannot copy object {id}: {e}"));
+    let mut writer = host_odb.writer(size, kind)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut copied = 0usize;
+    loop {
+        let n = reader.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        copied += n;
+        writer.write_all(&buf[..n]).map_err(io)?;
+    }
+    if copied != size {
+        return Err(ImportError::Malformed { id, kind: "blob" });
+    }
+    // A blob whose bytes hash to another id lands under that id, unreferenced
+    // (harmless); the import is refused either way.
+    let actual = writer.finalize()?;
+    if actual != id {
+        return Err(ImportError::Mismatch { id, actual });
+    }
+    Ok(true)
 }
 
 fn hex_oid(id: Oid, kind: &'static str, hex: &[u8]) -> Result<Oid, ImportError> {
@@ -417,5 +458,76 @@ mod tests {
         assert!(commit_links(Oid::ZERO_SHA1, b"author x\n\nmessage").is_err());
         let ok = b"tree 0123456789abcdef0123456789abcdef01234567\nparent 89abcdef0123456789abcdef0123456789abcdef\n\nmsg";
         assert_eq!(commit_links(Oid::ZERO_SHA1, ok).expect("parses").len(), 2);
+    }
+
+    /// A bare private store holding one commit whose tree has `blob` as `big.bin`.
+    fn private_with(dir: &Path, blob: &[u8]) -> (Repository, Oid, Oid) {
+        let repo = Repository::init_bare(dir).expect("private store");
+        let blob_id = repo.blob(blob).expect("blob");
+        let commit = {
+            let mut builder = repo.treebuilder(None).expect("tree");
+            builder.insert("big.bin", blob_id, 0o100644).expect("entry");
+            let tree = repo
+                .find_tree(builder.write().expect("tree"))
+                .expect("tree");
+            let sig = git2::Signature::now("agent", "agent@slipway.invalid").expect("sig");
+            repo.commit(None, &sig, &sig, "big", &tree, &[])
+                .expect("commit")
+        };
+        (repo, commit, blob_id)
+    }
+
+    fn big_blob(seed: u8) -> Vec<u8> {
+        (0..PACK_OBJECT_LIMIT + (3 << 20))
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn a_blob_over_the_pack_limit_is_streamed_in_and_checked() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let blob = big_blob(7);
+        let (_private, commit, blob_id) = private_with(&dir.path().join("private"), &blob);
+        let host = Repository::init_bare(dir.path().join("host")).expect("host");
+        let written =
+            copy_objects(&host, &dir.path().join("private/objects"), commit).expect("import");
+        assert_eq!(written, 3, "commit, tree and the big blob");
+        assert_eq!(
+            host.find_blob(blob_id).expect("imported").content(),
+            &blob[..]
+        );
+        // It went through the stream, not a whole read.
+        let private = Odb::new().expect("odb");
+        private
+            .add_disk_alternate(dir.path().join("private/objects").to_str().expect("utf8"))
+            .expect("alternate");
+        let fresh = Repository::init_bare(dir.path().join("fresh")).expect("fresh host");
+        assert!(stream_big_blob(&private, &fresh.odb().expect("odb"), blob_id).expect("streams"));
+    }
+
+    #[test]
+    fn a_big_blob_whose_bytes_are_another_blobs_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (_private, commit, blob_id) = private_with(&dir.path().join("private"), &big_blob(7));
+        // Another blob's loose file put where this blob's is: same id, other bytes.
+        let other = Repository::init_bare(dir.path().join("other")).expect("other");
+        let other_id = other.blob(&big_blob(9)).expect("blob");
+        let loose = |root: &Path, id: Oid| {
+            let hex = id.to_string();
+            root.join("objects").join(&hex[..2]).join(&hex[2..])
+        };
+        let target = loose(&dir.path().join("private"), blob_id);
+        let mut perms = std::fs::metadata(&target).expect("loose").permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(&target, perms).expect("writable");
+        std::fs::copy(loose(&dir.path().join("other"), other_id), &target).expect("swap");
+        let host = Repository::init_bare(dir.path().join("host")).expect("host");
+        let err =
+            copy_objects(&host, &dir.path().join("private/objects"), commit).expect_err("refused");
+        assert!(
+            matches!(err, ImportError::Mismatch { id, .. } if id == blob_id),
+            "{err}"
+        );
     }
 }
