@@ -369,6 +369,23 @@ fn an_import_killed_at_any_point_is_finished_by_the_next_command() {
     assert!(points >= 3, "only {points} import crash points");
 }
 
+/// `slipway run --branch BRANCH -- AGENT` in the background, output discarded.
+fn spawn_branch_run(env: &TestEnv, repo: &Path, branch: &str, agent: &Path) -> std::process::Child {
+    env.slipway_cmd(repo)
+        .args([
+            "--json",
+            "run",
+            "--branch",
+            branch,
+            "--",
+            agent.to_str().expect("utf8"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run")
+}
+
 #[test]
 fn a_run_killed_while_its_agent_works_stops_the_agent_and_keeps_its_commits() {
     let env = TestEnv::new();
@@ -380,20 +397,7 @@ fn a_run_killed_while_its_agent_works_stops_the_agent_and_keeps_its_commits() {
          echo started > \"$SLIPWAY_WORKTREE/../started-$SLIPWAY_RUN_ID\"\n\
          while :; do sleep 0.2; date >> ticks.txt; git add ticks.txt; git commit -qm tick; done\n",
     );
-    let mut child = env
-        .slipway_cmd(&repo)
-        .args([
-            "--json",
-            "run",
-            "--branch",
-            "crash/agent",
-            "--",
-            agent.to_str().expect("utf8"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("run");
+    let mut child = spawn_branch_run(&env, &repo, "crash/agent", &agent);
     let started = repo.join(".slipway/worktrees");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !std::fs::read_dir(&started)
@@ -452,20 +456,7 @@ fn a_second_run_is_refused_while_an_agent_of_a_dead_run_lives() {
         "lingers",
         &format!("echo $$ > {}\nexec sleep 30\n", pidfile.display()),
     );
-    let mut child = env
-        .slipway_cmd(&repo)
-        .args([
-            "--json",
-            "run",
-            "--branch",
-            "crash/linger",
-            "--",
-            agent.to_str().expect("utf8"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("run");
+    let mut child = spawn_branch_run(&env, &repo, "crash/linger", &agent);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     // The shell creates the file before it writes the pid: wait for the pid.
     let agent_pid: i32 = loop {

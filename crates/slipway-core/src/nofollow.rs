@@ -98,19 +98,31 @@ impl Dir {
         })
     }
 
-    fn open_child(&self, name: &std::ffi::OsStr) -> io::Result<Dir> {
+    /// Opens `name` in this directory with `flags` (plus `O_NOFOLLOW` and
+    /// `O_CLOEXEC`, always), creating it with `mode` when `flags` say so.
+    fn open_at(
+        &self,
+        name: &std::ffi::OsStr,
+        flags: libc::c_int,
+        mode: u32,
+    ) -> io::Result<OwnedFd> {
         let c = c_name(name)?;
         // SAFETY: `self.fd` is an open directory and `c` a valid name.
         let fd = check(unsafe {
             libc::openat(
                 self.fd.as_raw_fd(),
                 c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                (mode & 0o777) as libc::c_uint,
             )
         })?;
         // SAFETY: `fd` was just opened and nothing else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn open_child(&self, name: &std::ffi::OsStr) -> io::Result<Dir> {
         Ok(Dir {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: self.open_at(name, libc::O_RDONLY | libc::O_DIRECTORY, 0)?,
         })
     }
 
@@ -176,17 +188,7 @@ impl Dir {
     /// Opens the regular file at `rel` for reading.
     pub fn open_file(&self, rel: &Path) -> io::Result<File> {
         let (dir, name) = self.parent_of(rel)?;
-        let c = c_name(name)?;
-        // SAFETY: `dir.fd` is open and `c` valid.
-        let fd = check(unsafe {
-            libc::openat(
-                dir.fd.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
-            )
-        })?;
-        // SAFETY: `fd` was just opened and nothing else owns it.
-        let file = unsafe { File::from_raw_fd(fd) };
+        let file = File::from(dir.open_at(name, libc::O_RDONLY | libc::O_NONBLOCK, 0)?);
         if !file.metadata()?.is_file() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -277,18 +279,11 @@ impl Dir {
             }
             Some(_) => parent.unlink(last)?,
         }
-        let c = c_name(last)?;
-        // SAFETY: `parent.fd` is open and `c` valid.
-        let fd = check(unsafe {
-            libc::openat(
-                parent.fd.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                (mode & 0o777) as libc::c_uint,
-            )
-        })?;
-        // SAFETY: `fd` was just opened and nothing else owns it.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        Ok(File::from(parent.open_at(
+            last,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+            mode,
+        )?))
     }
 
     /// Writes `bytes` as the file at `rel` (see [`Dir::create_file`]).

@@ -57,9 +57,9 @@ impl State {
     }
 }
 
-/// The common dir and root of the repository `path` is in (blocking).
-/// A repository seen for the first time also gets what a crashed slipway
-/// left half done finished or undone.
+/// The common dir and root of the repository `path` is in (blocking), after
+/// finishing or undoing what a crashed slipway left half done (one listing of
+/// `.slipway/journal/` when nothing was).
 pub fn open_paths(path: &Path) -> Option<(PathBuf, PathBuf)> {
     let host = HostRepo::open(path).ok()?;
     for note in slipway_core::recovery::recover(&host) {

@@ -44,7 +44,8 @@ impl LockHolder {
 pub struct BranchLock {
     file: File,
     path: PathBuf,
-    branch: String,
+    /// What this process wrote in the file (its branch among it).
+    holder: LockHolder,
 }
 
 /// Why a lock could not be taken.
@@ -102,29 +103,22 @@ impl BranchLock {
         let mut lock = BranchLock {
             file,
             path: path.clone(),
-            branch: branch.to_owned(),
+            holder,
         };
-        lock.write_holder(&holder).map_err(io)?;
+        lock.write_holder().map_err(io)?;
         Ok(lock)
     }
 
     /// Names the run (and its agent) that holds the lock, so whoever finds the
     /// branch taken is told which run to wait for or cancel.
     pub fn name_run(&mut self, run_id: &str, agent: &str) -> std::io::Result<()> {
-        let mut holder = read_holder(&mut self.file).unwrap_or_else(|| LockHolder {
-            pid: std::process::id(),
-            branch: self.branch.clone(),
-            time: crate::util::now_secs(),
-            run_id: None,
-            agent: None,
-        });
-        holder.run_id = Some(run_id.to_owned());
-        holder.agent = Some(agent.to_owned());
-        self.write_holder(&holder)
+        self.holder.run_id = Some(run_id.to_owned());
+        self.holder.agent = Some(agent.to_owned());
+        self.write_holder()
     }
 
-    fn write_holder(&mut self, holder: &LockHolder) -> std::io::Result<()> {
-        let text = serde_json::to_string(holder).expect("a lock holder always serialises");
+    fn write_holder(&mut self) -> std::io::Result<()> {
+        let text = serde_json::to_string(&self.holder).expect("a lock holder always serialises");
         self.file.set_len(0)?;
         self.file.seek(SeekFrom::Start(0))?;
         self.file.write_all(text.as_bytes())?;
@@ -133,7 +127,7 @@ impl BranchLock {
 
     /// The branch this lock holds.
     pub fn branch(&self) -> &str {
-        &self.branch
+        &self.holder.branch
     }
 
     /// The lock file.

@@ -248,12 +248,17 @@ pub fn find_readable(
     host: &HostRepo,
     selector: &str,
 ) -> Result<Option<WorktreeRecord>, record::RecordError> {
-    if let Some(e) = WorktreeRecord::corrupt(&host.slipway_dir())
-        .into_iter()
-        .find(|(id, _)| id == selector || naming::dir_name(selector) == *id)
-        .map(|(_, e)| e)
-    {
-        return Err(e);
+    // Only the records the selector can name as an id (itself, or its
+    // branch's folder name) are read here; `find` reads the rest.
+    let slipway_dir = host.slipway_dir();
+    let plain = |id: &str| !id.is_empty() && !id.starts_with('.') && !id.contains('/');
+    for id in [selector.to_owned(), naming::dir_name(selector)] {
+        if plain(&id)
+            && let Err(e @ record::RecordError::Corrupt { .. }) =
+                WorktreeRecord::read(&slipway_dir, &id)
+        {
+            return Err(e);
+        }
     }
     Ok(find(host, selector))
 }
