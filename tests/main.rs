@@ -19,6 +19,7 @@ mod docker_long_lived;
 mod docker_runs;
 mod docker_sandbox;
 mod edges_agree;
+mod every_git_file_is_checked;
 mod host_git_runs_no_repo_programs;
 mod import_checks_every_object;
 mod lsp_bad_input;

@@ -39,6 +39,7 @@ pub(super) async fn drive(
     // Isolated sandboxes build theirs inside the container, workspaces one
     // per isolated mount.
     let reach = match &request.sandbox {
+        SandboxSpec::None if place.record.is_some() => Some(private_git::Reach::GitFile),
         SandboxSpec::None => Some(private_git::Reach::Environment),
         SandboxSpec::Docker { .. } => Some(private_git::Reach::Mounts { slot: 0 }),
         SandboxSpec::DockerIsolated { .. } => None,
@@ -80,6 +81,13 @@ pub(super) async fn drive(
         env.extend(workspace::git_env(mounts));
     } else {
         place.baseline = Some(quarantine::Baseline::take(&place.cwd));
+    }
+    if let Some(git) = &place.git {
+        git.point_checkout().map_err(|e| {
+            RunError::Io(format!(
+                "cannot point the worktree at its private git dir: {e}"
+            ))
+        })?;
     }
     let place: &Place = place;
     ctx.phase(

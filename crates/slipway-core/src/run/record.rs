@@ -188,6 +188,7 @@ impl RunRecord {
             merge: None,
             merged_into: None,
             refs_ignored: Vec::new(),
+            kept_refs: Vec::new(),
             import: None,
             quarantined: Vec::new(),
             warnings: Vec::new(),

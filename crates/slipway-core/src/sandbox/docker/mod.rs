@@ -35,15 +35,16 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BoxFuture, ExecSpec, Execution, Killer, OutputEvent, Sandbox, SandboxError};
+use super::{BoxFuture, ExecSpec, Execution, Killer, Sandbox, SandboxError};
 
 mod engine;
 mod exec;
 mod reap;
 
+use crate::sandbox::lines::LineSplitter;
 pub use engine::{DockerConfig, Mount, connect, host_user};
 use engine::{container_name, engine_error, utf8};
-use exec::{ExecKiller, LineSplitter, watch_exit};
+use exec::{ExecKiller, watch_exit};
 pub use reap::reap_orphans;
 
 /// Label every slipway container carries.
