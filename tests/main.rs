@@ -26,6 +26,7 @@ mod no_data_loss;
 mod processes;
 mod real_agents;
 mod real_streams;
+mod repository_config_needs_trust;
 mod review_and_land;
 mod run_cannot_write_the_host_git;
 mod runs;

@@ -16,6 +16,7 @@ pub mod review;
 pub mod run;
 pub mod sandbox;
 pub mod testhook;
+pub mod trust;
 pub mod util;
 pub mod workspace;
 pub mod worktree;

@@ -181,9 +181,13 @@ impl Ctx<'_> {
     }
 
     /// Puts what the import of the run's branch did into the result: its
-    /// commits, and a warning when they went to a side branch.
-    fn record_import(&mut self, imported: Option<Imported>) {
+    /// commits, the program-running files they change, and a warning when
+    /// they went to a side branch.
+    fn record_import(&mut self, host: &HostRepo, imported: Option<Imported>) {
         if let Some(imported) = &imported {
+            self.result.sensitive_changes =
+                crate::review::sensitive::of_commits(host.git(), &imported.commits)
+                    .unwrap_or_default();
             self.result.commits = imported
                 .commits
                 .iter()
@@ -324,6 +328,7 @@ async fn run_recorded(
             merged_into: None,
             refs_ignored: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
@@ -457,7 +462,7 @@ async fn run_recorded(
                 }
                 ctx.result.warnings.extend(report.warnings);
                 ctx.result.refs_ignored = report.refs_ignored;
-                ctx.record_import(report.imported);
+                ctx.record_import(host, report.imported);
             }
             Err(e) => import_error = Some(RunError::from(e)),
         }

@@ -171,6 +171,7 @@ impl RunRecord {
             merged_into: None,
             refs_ignored: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
