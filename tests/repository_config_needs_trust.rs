@@ -20,7 +20,8 @@ use common::*;
 use serde_json::{Value, json};
 
 /// A repository whose trusted `slipway.toml` puts runs in docker.
-const DOCKER_DEFAULTS: &str = "version = 2\nsandbox = \"docker\"\nimage = \"slipway-test:latest\"\n";
+const DOCKER_DEFAULTS: &str =
+    "version = 2\nsandbox = \"docker\"\nimage = \"slipway-test:latest\"\n";
 
 /// A user's repository, a folder outside it that planted programs would
 /// leave their marks in, and the user's config dir (approvals live there).
@@ -55,10 +56,7 @@ fn names_in(dir: &Path) -> Vec<String> {
 impl World {
     fn new() -> World {
         let env = TestEnv::new();
-        let repo = env
-            .new_repo("repo")
-            .canonicalize()
-            .expect("canonical repo");
+        let repo = env.new_repo("repo").canonicalize().expect("canonical repo");
         let marks = env.path().join("marks");
         std::fs::create_dir_all(&marks).expect("marks");
         World { env, repo, marks }
@@ -232,7 +230,10 @@ fn every_change_to_the_bytes_needs_a_new_approval() {
     let base = format!("version = 2\n{hook}");
     let variants: Vec<(&str, String)> = vec![
         ("CRLF line ends", base.replace('\n', "\r\n")),
-        ("a trailing space", base.replace("version = 2", "version = 2 ")),
+        (
+            "a trailing space",
+            base.replace("version = 2", "version = 2 "),
+        ),
         ("a comment", format!("{base}# harmless?\n")),
         ("a BOM", format!("\u{feff}{base}")),
         ("emptied", "version = 2\n".to_owned()),
@@ -272,7 +273,10 @@ fn a_new_slipway_toml_with_a_host_hook_runs_only_after_trust() {
     assert_eq!(shown["trusted"][0]["hash"], w.blob_id("slipway.toml"));
     w.next_run_is_refused(&[]);
     let approved = w.env.slipway_json(&w.repo, &["trust"]);
-    assert_eq!(approved["trusted"][0]["commands"][0]["command"], w.planted("hook-ran"));
+    assert_eq!(
+        approved["trusted"][0]["commands"][0]["command"],
+        w.planted("hook-ran")
+    );
     w.env
         .slipway_json(&w.repo, &["run", "--prompt", "go", "--", "true"]);
     assert_eq!(w.marks_left(), vec!["hook-ran"]);
@@ -364,7 +368,15 @@ fn only_the_main_checkouts_root_file_is_read() {
     );
     w.env.slipway_json(
         &w.repo,
-        &["run", "--worktree", "feature", "--prompt", "go", "--", "true"],
+        &[
+            "run",
+            "--worktree",
+            "feature",
+            "--prompt",
+            "go",
+            "--",
+            "true",
+        ],
     );
     assert_eq!(w.marks_left(), Vec::<String>::new());
 }
@@ -519,7 +531,8 @@ fn a_workspace_run_falls_through_to_the_repositorys_untrusted_hooks_and_is_refus
 #[test]
 fn runs_lands_and_the_review_name_files_that_run_programs() {
     let w = World::new();
-    w.env.git(&w.repo, &["config", "core.hooksPath", ".githooks"]);
+    w.env
+        .git(&w.repo, &["config", "core.hooksPath", ".githooks"]);
     let script = "set -e\nmkdir -p .vscode .githooks docs\n\
         printf '{\"tasks\":[{\"label\":\"x\",\"command\":\"id\",\"runOptions\":{\"runOn\":\"folderOpen\"}}]}' > .vscode/tasks.json\n\
         echo 'export X=1' > .envrc\necho 'vim.cmd(\"!id\")' > .nvim.lua\necho '!id' > docs/.exrc\n\
@@ -564,8 +577,8 @@ fn runs_lands_and_the_review_name_files_that_run_programs() {
         .map(|f| s(f, "path"))
         .collect();
     assert_eq!(flagged, expected, "{diff}");
-    let text = String::from_utf8(w.env.slipway(&w.repo, &["diff", "feature"]).stdout)
-        .expect("utf8");
+    let text =
+        String::from_utf8(w.env.slipway(&w.repo, &["diff", "feature"]).stdout).expect("utf8");
     assert!(
         text.lines()
             .any(|l| l.contains(".envrc") && l.contains("! direnv")),
@@ -612,7 +625,10 @@ fn the_sidecar_answers_untrusted_config_and_approves_only_what_was_shown() {
         json!({ "root": w.repo, "files": [{ "path": shown["path"], "hash": shown["hash"] }] }),
     );
     assert_eq!(kind(&stale), "untrustedConfig", "{stale}");
-    assert!(s(&stale, "message").contains("not what was shown"), "{stale}");
+    assert!(
+        s(&stale, "message").contains("not what was shown"),
+        "{stale}"
+    );
     let again = lsp.err("slipway.run", request.clone());
     assert_eq!(kind(&again), "untrustedConfig");
     let now = again["data"]["files"][0].clone();

@@ -367,8 +367,11 @@ pub fn trusted(subjects: &[slipway_core::trust::TrustSubject], dry_run: bool) ->
                 };
                 let _ = writeln!(out, "  hash: {hash}{before}");
             }
-            None => {
+            None if s.trusted_hash.is_some() => {
                 let _ = writeln!(out, "  gone: its earlier approval is dropped");
+            }
+            None => {
+                let _ = writeln!(out, "  no such file: there is nothing to approve");
             }
         }
         for c in &s.commands {

@@ -185,9 +185,12 @@ impl Ctx<'_> {
     /// they went to a side branch.
     fn record_import(&mut self, host: &HostRepo, imported: Option<Imported>) {
         if let Some(imported) = &imported {
-            self.result.sensitive_changes =
-                crate::review::sensitive::of_commits(host.git(), &imported.commits)
-                    .unwrap_or_default();
+            match crate::review::sensitive::of_commits(host.git(), &imported.commits) {
+                Ok(found) => self.result.sensitive_changes = found,
+                Err(e) => self.result.warnings.push(format!(
+                    "could not check the run's commits for files that run programs: {e}"
+                )),
+            }
             self.result.commits = imported
                 .commits
                 .iter()
