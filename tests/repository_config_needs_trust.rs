@@ -600,9 +600,13 @@ fn the_sidecar_answers_untrusted_config_and_approves_only_what_was_shown() {
     );
     w.agent_run(Sandbox::Host, &[], &rewrite_config(&evil));
     let mut lsp = Lsp::start(&w.env, Some(&w.repo), false);
+    let agent = format!(
+        "{} && echo 'export X=1' > .envrc && git add .envrc && git commit -qm 'agent: envrc'",
+        w.planted("agent-ran")
+    );
     let request = json!({
         "root": w.repo, "strategy": "merge-to-head", "prompt": "go",
-        "agent": { "type": "command", "command": ["sh", "-c", w.planted("agent-ran")] },
+        "agent": { "type": "command", "command": ["sh", "-c", agent] },
     });
     let error = lsp.err("slipway.run", request.clone());
     assert_eq!(kind(&error), "untrustedConfig", "{error}");
@@ -643,11 +647,15 @@ fn the_sidecar_answers_untrusted_config_and_approves_only_what_was_shown() {
     assert_eq!(approved["trusted"][0]["hash"], now["hash"]);
     let started = lsp.ok("slipway.run", request);
     let run_id = s(&started, "runId").to_owned();
-    lsp.expect_notification(
+    let finished = lsp.expect_notification(
         "slipway/runFinished",
         |p| p["runId"] == run_id.as_str(),
         Duration::from_secs(60),
         "the approved run's end",
     );
     assert_eq!(w.marks_left(), vec!["agent-ran", "hook-ran"]);
+    // What the run brought home that runs programs is in runFinished too.
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    assert_eq!(sensitive_paths(params), vec![".envrc"]);
 }

@@ -350,6 +350,17 @@ async function main(): Promise<void> {
     { cwd: fx.dir, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
 
+  // The repository's own .vscode/settings.json names an agent program: a file an agent's
+  // work can change. The extension reads program settings from user settings only, so
+  // this program never runs (checked at the end).
+  const plantedAgent = path.join(fx.dir, 'workspace-agent-ran');
+  fs.mkdirSync(path.join(fx.repo, '.vscode'), { recursive: true });
+  fs.writeFileSync(
+    path.join(fx.repo, '.vscode', 'settings.json'),
+    JSON.stringify({ 'slipway.agent.type': 'command', 'slipway.agent.command': ['sh', '-c', `touch ${plantedAgent}`] }),
+  );
+  fs.appendFileSync(path.join(fx.repo, '.git', 'info', 'exclude'), '.vscode/\n');
+
   let server: CodeServer | undefined;
   let browser: Browser | undefined;
   const watchdog = setTimeout(() => {
@@ -746,6 +757,10 @@ async function main(): Promise<void> {
       await fix.fill(SLIPWAY_BIN);
       await fix.press('Tab');
       await poll('status bar back', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
+    });
+
+    await check("the agent program in the repository's .vscode/settings.json never ran (user settings only)", () => {
+      assert(!fs.existsSync(plantedAgent), 'the workspace settings chose the agent program');
     });
 
     await check('the browser talked to loopback only (every other request aborted)', () => {

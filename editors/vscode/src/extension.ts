@@ -48,6 +48,7 @@ import {
   type WorktreeStatus,
   type WorktreeStrategy,
 } from './protocol';
+import { userSetting } from './settings';
 import { Sidecar } from './sidecar';
 import { DiffDocuments, isNode, openDiff, RunLogs, RunsProvider, WorktreesProvider } from './view';
 
@@ -225,17 +226,19 @@ class Extension implements vscode.Disposable {
     return vscode.workspace.getConfiguration('slipway');
   }
 
-  private agent(): Agent {
+  /** The agent settings as `agentFromSettings` takes them (the program ones from user settings only). */
+  private agentSettings(): { type: string; command: string[]; model: string; effort: string } {
     const c = this.config();
-    const built = agentFromSettings(
-      {
-        type: c.get<string>('agent.type', 'claude-code'),
-        command: c.get<string[]>('agent.command', []),
-        model: c.get<string>('agent.model', ''),
-        effort: c.get<string>('agent.effort', ''),
-      },
-      this.names().agents,
-    );
+    return {
+      type: userSetting('agent.type', 'claude-code'),
+      command: userSetting<string[]>('agent.command', []),
+      model: c.get<string>('agent.model', ''),
+      effort: c.get<string>('agent.effort', ''),
+    };
+  }
+
+  private agent(): Agent {
+    const built = agentFromSettings(this.agentSettings(), this.names().agents);
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
         if (choice) {
@@ -249,8 +252,7 @@ class Extension implements vscode.Disposable {
 
   /** The sandbox setting; undefined when unset (the workspace's or the repository's default applies). */
   private sandbox(): Sandbox | undefined {
-    const c = this.config();
-    const built = sandboxFromSettings(c.get<string>('sandbox.type', ''), c.get<string>('sandbox.image', ''), this.names().sandboxes);
+    const built = sandboxFromSettings(userSetting('sandbox.type', ''), userSetting('sandbox.image', ''), this.names().sandboxes);
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`);
       throw new Cancelled();
@@ -575,17 +577,9 @@ class Extension implements vscode.Disposable {
 
   private async newWorktree(arg: unknown): Promise<void> {
     const root = await this.root(arg);
-    const strategy = this.config().get<WorktreeStrategy>('strategy', 'branch');
+    const strategy = userSetting<WorktreeStrategy>('strategy', 'branch');
     const branch = strategy === 'branch' ? await this.branchName('Branch for the new worktree (new or existing)') : undefined;
-    const built = agentFromSettings(
-      {
-        type: this.config().get<string>('agent.type', 'claude-code'),
-        command: this.config().get<string[]>('agent.command', []),
-        model: this.config().get<string>('agent.model', ''),
-        effort: this.config().get<string>('agent.effort', ''),
-      },
-      this.names().agents,
-    );
+    const built = agentFromSettings(this.agentSettings(), this.names().agents);
     const agent = 'agent' in built ? built.agent : undefined;
     const api = this.api();
     const created = await this.trusting(root, () =>
@@ -684,7 +678,7 @@ class Extension implements vscode.Disposable {
 
   private async runInNewWorktree(arg: unknown): Promise<void> {
     const root = await this.root(arg);
-    const strategy = this.config().get<WorktreeStrategy>('strategy', 'branch');
+    const strategy = userSetting<WorktreeStrategy>('strategy', 'branch');
     const branch = strategy === 'branch' ? await this.branchName('Branch for the run (new or existing)') : undefined;
     const agent = this.agent();
     const sandbox = this.sandbox();
