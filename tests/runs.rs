@@ -377,7 +377,7 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
             "--json",
             "run",
             "--run-id",
-            "run-follow-1",
+            "run-1-f0110f",
             "--branch",
             "f",
             "--",
@@ -388,12 +388,12 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
         .spawn()
         .expect("spawn run");
     // Wait for the run to exist, then follow it to the end.
-    let record = repo.join(".slipway/runs/run-follow-1.json");
+    let record = repo.join(".slipway/runs/run-1-f0110f.json");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !record.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let followed = env.slipway(&repo, &["logs", "run-follow-1", "--follow"]);
+    let followed = env.slipway(&repo, &["logs", "run-1-f0110f", "--follow"]);
     assert!(followed.status.success());
     let text = String::from_utf8_lossy(&followed.stdout);
     for i in 1..=5 {
@@ -406,10 +406,12 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
     assert!(run.wait().expect("wait").success());
     let runs = env.slipway_json(&repo, &["runs"]);
     let entry = &runs["runs"][0];
-    assert_eq!(entry["runId"], "run-follow-1");
+    assert_eq!(entry["runId"], "run-1-f0110f");
     assert_eq!(entry["status"], "completed");
-    let (_, err) = env.slipway_fail(&repo, &["logs", "no-such-run"]);
+    let (_, err) = env.slipway_fail(&repo, &["logs", "run-9-abcdef"]);
     assert_eq!(err["kind"], "unknownRun");
+    let (_, err) = env.slipway_fail(&repo, &["logs", "../../etc/passwd"]);
+    assert_eq!(err["kind"], "invalidParams", "{err}");
 }
 
 #[test]
