@@ -30,6 +30,7 @@ mod processes;
 mod real_agents;
 mod real_streams;
 mod records_are_not_paths;
+mod repository_config_needs_trust;
 mod review_and_land;
 mod run_cannot_write_the_host_git;
 mod runs;

@@ -233,6 +233,28 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             sandbox_command(&host, command, cli.json)
         }
         Command::Workspace(command) => workspace::dispatch(command, cli.json),
+        Command::Trust(args) => {
+            use slipway_core::trust::{TrustRequest, approve_here};
+            let requests: Vec<TrustRequest> = if args.files.is_empty() {
+                vec![TrustRequest::repository(open(&cli.repo)?.root())]
+            } else {
+                args.files
+                    .into_iter()
+                    .map(|path| TrustRequest {
+                        path,
+                        ..TrustRequest::default()
+                    })
+                    .collect()
+            };
+            let trusted =
+                approve_here(&requests, args.dry_run).map_err(|e| CliError::from_failure(&e))?;
+            if cli.json {
+                print_json(&serde_json::json!({ "trusted": trusted, "dryRun": args.dry_run }));
+            } else {
+                print!("{}", render::trusted(&trusted, args.dry_run));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Runs => {
             let host = open(&cli.repo)?;
             let runs = run::listing::runs(&host);

@@ -9,7 +9,7 @@ use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
     self, BranchesArgs, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs,
-    RootArgs, RunArgs, error, failure,
+    RootArgs, RunArgs, TrustArgs, error, failure,
 };
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
@@ -192,6 +192,24 @@ pub fn diff(args: DiffArgs) -> Answer {
         None => diff::diff(&host, &args.worktree).map(|d| to_value(&d)),
     }
     .map_err(|e| failure(&e))
+}
+
+/// `slipway.trust`: the files given, else the repository's `slipway.toml`.
+pub fn trust(args: TrustArgs) -> Answer {
+    use slipway_core::trust::{TrustRequest, approve_here};
+    let requests = match (args.files, &args.root) {
+        (Some(files), _) if !files.is_empty() => files,
+        (_, Some(root)) => vec![TrustRequest::repository(open(root)?.root())],
+        (_, None) => {
+            return Err(error(
+                ErrorKind::InvalidParams,
+                "slipway.trust needs `root` (to approve its `slipway.toml`) or `files`",
+                Value::Null,
+            ));
+        }
+    };
+    let trusted = approve_here(&requests, args.dry_run).map_err(|e| failure(&e))?;
+    Ok(json!({ "trusted": trusted, "dryRun": args.dry_run }))
 }
 
 /// `slipway.runs`.

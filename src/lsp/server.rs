@@ -344,6 +344,10 @@ impl LanguageServer for SlipwayServer {
                 blocking(move || commands::runs(a)).await
             }
             "slipway.log" => self.log(parse_args(&command, &args)?).await,
+            "slipway.trust" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::trust(a)).await
+            }
             "slipway.status" => status_command(&self.state, parse_args(&command, &args)?).await,
             other => Err(error(
                 ErrorKind::UnknownCommand,

@@ -19,6 +19,7 @@ pub mod run;
 pub mod sandbox;
 pub mod state_trust;
 pub mod testhook;
+pub mod trust;
 pub mod util;
 pub mod workspace;
 pub mod worktree;

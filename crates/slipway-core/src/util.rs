@@ -1,7 +1,8 @@
 //! Small helpers shared by the core: time, ids and atomic file writes.
 
+use std::ffi::OsStr;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Seconds since the Unix epoch.
@@ -55,6 +56,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// slipway's folder in the user's config dir for the given `XDG_CONFIG_HOME`
+/// and `HOME` values: `$XDG_CONFIG_HOME/slipway`, else `$HOME/.config/slipway`.
+/// A relative or empty `XDG_CONFIG_HOME` is ignored, as the XDG base
+/// directory specification says.
+pub fn config_dir_from(xdg_config_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+    let config = match xdg_config_home.map(Path::new) {
+        Some(x) if x.is_absolute() => x.to_path_buf(),
+        _ => {
+            let home = home.map(Path::new).filter(|h| !h.as_os_str().is_empty())?;
+            home.join(".config")
+        }
+    };
+    Some(config.join("slipway"))
+}
+
+/// slipway's folder in the user's config dir, from the process environment
+/// (see [`config_dir_from`]).
+pub fn config_dir() -> Option<PathBuf> {
+    config_dir_from(
+        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
 }
 
 /// A time of day, `HH:MM:SS UTC`, of seconds since the epoch (with the date

@@ -253,7 +253,7 @@ pub(super) async fn drive(
                         returned.deleted.len()
                     ));
                 }
-                ctx.record_import(returned.imported);
+                ctx.record_import(host, returned.imported);
                 ctx.result.quarantined.extend(returned.refused);
                 if let Err(e) = std::fs::remove_dir_all(&staging) {
                     tracing::warn!("could not remove {}: {e}", staging.display());

@@ -240,9 +240,16 @@ impl Ctx<'_> {
     }
 
     /// Puts what the import of the run's branch did into the result: its
-    /// commits, and a warning when they went to a side branch.
-    fn record_import(&mut self, imported: Option<Imported>) {
+    /// commits, the program-running files they change, and a warning when
+    /// they went to a side branch.
+    fn record_import(&mut self, host: &HostRepo, imported: Option<Imported>) {
         if let Some(imported) = &imported {
+            match crate::review::sensitive::of_commits(host.git(), &imported.commits) {
+                Ok(found) => self.result.sensitive_changes = found,
+                Err(e) => self.result.warnings.push(format!(
+                    "could not check the run's commits for files that run programs: {e}"
+                )),
+            }
             self.result.commits = imported
                 .commits
                 .iter()
@@ -386,6 +393,7 @@ async fn run_recorded(
             refs_ignored: Vec::new(),
             kept_refs: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
@@ -526,7 +534,7 @@ async fn run_recorded(
                     ));
                 }
                 ctx.result.kept_refs = report.kept;
-                ctx.record_import(report.imported);
+                ctx.record_import(host, report.imported);
             }
             Err(e) => import_error = Some(RunError::from(e)),
         }

@@ -190,6 +190,7 @@ impl RunRecord {
             refs_ignored: Vec::new(),
             kept_refs: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),

@@ -96,6 +96,11 @@ pub struct RunResult {
     /// left commits (the branch moved, or a side branch was made and why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<Imported>,
+    /// Files the run's commits change that make programs run on the host
+    /// once they are in a checkout (`slipway.toml`, git hooks, editor and
+    /// shell config), for the user to read before their tools do.
+    #[serde(default)]
+    pub sensitive_changes: Vec<crate::review::sensitive::SensitiveChange>,
     /// What the check after the run moved aside or found (nested `.git`
     /// entries, symlinks leaving the checkout, new gitlinks, refused entries).
     #[serde(default)]
