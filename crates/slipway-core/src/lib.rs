@@ -10,6 +10,7 @@ pub mod error;
 pub mod git;
 pub mod journal;
 pub mod nofollow;
+pub mod parallel;
 pub mod plan;
 pub mod recovery;
 pub mod review;
