@@ -42,6 +42,8 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
             Err(e) => notes.push(e),
         }
     }
+    // Folders whose deletion was killed half way are slipway's to finish.
+    crate::worktree::trash::finish_leftovers(&slipway_dir);
     notes
 }
 
