@@ -8,6 +8,7 @@
 //! it must answer for thousands of branches faster than `git for-each-ref`.
 
 pub mod attributes;
+pub mod branch_config;
 pub mod branches;
 pub mod bundle;
 pub mod checkout;
