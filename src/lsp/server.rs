@@ -199,7 +199,7 @@ where
         .acquire()
         .await
         .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
+    tokio::task::spawn_blocking(|| super::memory::tracked(f)).await.map_err(|e| {
         error(
             ErrorKind::Internal,
             format!("the command panicked: {e}"),
@@ -300,7 +300,8 @@ impl LanguageServer for SlipwayServer {
             }
             "slipway.list" => {
                 let a = parse_args(&command, &args)?;
-                blocking(move || commands::list(a)).await
+                let state = self.state.clone();
+                blocking(move || commands::list(a, |host| state.cache_blocking(host))).await
             }
             "slipway.close" => {
                 let a = parse_args(&command, &args)?;

@@ -21,23 +21,25 @@ pub struct Registered {
     pub branch: Option<String>,
 }
 
-/// Every worktree registered in the repository, with the branch each is on.
+/// Every worktree registered in the repository, with the branch each is on,
+/// read from the admin dirs' `gitdir` and `HEAD` files (see [`admin_dirs`]).
 pub fn registered(repo: &Repository) -> Result<Vec<Registered>, git2::Error> {
-    let mut out = Vec::new();
-    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
-        let Ok(wt) = repo.find_worktree(name) else {
-            continue;
-        };
-        let branch = Repository::open_from_worktree(&wt)
-            .ok()
-            .and_then(|r| head_branch(&r));
-        out.push(Registered {
-            id: name.to_owned(),
-            path: wt.path().to_path_buf(),
-            branch,
-        });
-    }
-    Ok(out)
+    Ok(admin_dirs(repo)
+        .into_iter()
+        .filter(|(_, admin)| admin.join("gitdir").is_file())
+        .map(|(id, admin)| {
+            let head = std::fs::read_to_string(admin.join("HEAD")).unwrap_or_default();
+            let branch = head
+                .trim_end()
+                .strip_prefix("ref: refs/heads/")
+                .map(str::to_owned);
+            Registered {
+                id,
+                path: worktree_folder(&admin),
+                branch,
+            }
+        })
+        .collect())
 }
 
 /// Whether a worktree is registered under `id`.
