@@ -148,10 +148,17 @@ pub(crate) async fn docker_config(
     let mut live: Vec<String> = live_runs(&host.slipway_dir());
     live.extend(sandboxes::live_ids(&host.slipway_dir()));
     live.push(run_id.to_owned());
-    if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
-        tracing::warn!("could not reap orphan containers: {e}");
-    }
+    // Reaping goes on while the container is made: the run's own container
+    // is among the live ones, and nothing waits for a listing first.
+    let reaper = engine.clone();
+    let reap_scope = scope.clone();
+    tokio::spawn(async move {
+        if let Err(e) = docker::reap_orphans(&reaper, Some(&reap_scope), &live).await {
+            tracing::warn!("could not reap orphan containers: {e}");
+        }
+    });
     let mut config = docker::DockerConfig::new(image.to_owned(), run_id);
+    config.engine = Some(engine);
     config.network = network.clone();
     (config.memory_bytes, config.pids_limit) = limits.resolved();
     config.scope = Some(scope);

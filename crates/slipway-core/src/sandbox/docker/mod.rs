@@ -116,9 +116,12 @@ impl std::fmt::Debug for DockerSandbox {
 }
 
 impl DockerSandbox {
-    /// Connects (see [`connect`]) and starts the container.
-    pub async fn start(config: DockerConfig) -> Result<DockerSandbox, SandboxError> {
-        let docker = connect().await?;
+    /// Starts the container on `config.engine`, or connects first (see [`connect`]).
+    pub async fn start(mut config: DockerConfig) -> Result<DockerSandbox, SandboxError> {
+        let docker = match config.engine.take() {
+            Some(docker) => docker,
+            None => connect().await?,
+        };
         DockerSandbox::start_with(docker, config).await
     }
 
