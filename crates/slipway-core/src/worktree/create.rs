@@ -225,7 +225,7 @@ fn make(
             worktree_path: record.path.clone(),
         })?;
     record.creating_pid = None;
-    record.save(&slipway_dir)?;
+    record.save_unsynced(&slipway_dir)?;
     Ok(copied)
 }
 
