@@ -13,6 +13,8 @@ pub mod branches;
 pub mod bundle;
 pub mod checkout;
 pub mod clone;
+pub mod config_text;
+pub mod fsck;
 pub mod import;
 pub mod index_file;
 pub mod merge;
