@@ -3,10 +3,9 @@
 //! read in one pass over the repository's config file. libgit2's config
 //! handling grows faster than linearly with the number of sections (2,500
 //! upstreams cost it about 70 ms, most of a listing); a listing needs only
-//! these keys. Anything this reader does not follow exactly (includes,
-//! quoting, escapes, continued lines, the old `[branch.name]` spelling, the
-//! keys in a global or system file) makes it answer `None`, and the caller
-//! asks libgit2.
+//! these keys. What this does not follow (includes, per-worktree config,
+//! branch or remote keys in a global or system file) makes it answer `None`,
+//! and the caller asks libgit2.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -67,70 +66,27 @@ pub fn read(common_dir: &Path) -> Option<BranchConfig> {
     parse(&text)
 }
 
-/// The section a line opens: `(name, subsection)`, lowercased name.
-fn section(line: &str) -> Option<(String, Option<String>)> {
-    let inner = line.strip_prefix('[')?.strip_suffix(']')?;
-    match inner.split_once(char::is_whitespace) {
-        None => {
-            // `[branch.name]` is an old spelling with its own case rules.
-            if inner.contains('.') {
-                return None;
-            }
-            Some((inner.to_ascii_lowercase(), None))
-        }
-        Some((name, rest)) => {
-            let sub = rest.trim().strip_prefix('"')?.strip_suffix('"')?;
-            if sub.contains(['"', '\\']) {
-                return None;
-            }
-            Some((name.to_ascii_lowercase(), Some(sub.to_owned())))
-        }
-    }
-}
-
-/// Parses config text; `None` on anything beyond plain `key = value` lines.
+/// Picks the branch and remote keys out of config text (parsed as git parses
+/// it, see [`super::config_text`]); `None` when the text includes other
+/// files or keeps per-worktree config, or is not git config.
 pub fn parse(text: &str) -> Option<BranchConfig> {
     let mut out = BranchConfig::default();
     let mut remotes: Vec<(String, Vec<String>, bool)> = Vec::new();
-    let mut current: Option<(String, Option<String>)> = None;
-    for raw in text.lines() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if line.starts_with('[') {
-            // A section header with a key on the same line is not read here.
-            current = Some(section(line)?);
-            let (name, _) = current.as_ref()?;
-            if name == "include" || name == "includeif" {
-                return None;
-            }
-            continue;
-        }
-        let Some((name, sub)) = &current else {
-            return None;
-        };
-        // Per-worktree config files could hold branch keys too.
-        if name == "extensions" && line.to_ascii_lowercase().starts_with("worktreeconfig") {
+    for entry in super::config_text::parse(text.as_bytes()).ok()? {
+        let section = entry.section.to_ascii_lowercase();
+        let key = entry.key.to_ascii_lowercase();
+        if section == "include"
+            || section == "includeif"
+            || (section == "extensions" && key == "worktreeconfig")
+        {
             return None;
         }
-        let relevant = (name == "branch" || name == "remote") && sub.is_some();
-        if !relevant {
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            // A bare key is `true`: no branch or remote key is a boolean.
+        let (Some(sub), Some(value)) = (entry.subsection, entry.value) else {
             continue;
         };
-        let key = key.trim().to_ascii_lowercase();
-        let value = value.trim();
-        if value.contains(['"', '\\', '#', ';']) {
-            return None;
-        }
-        let sub = sub.clone()?;
-        match (name.as_str(), key.as_str()) {
-            ("branch", "remote") => out.upstreams.entry(sub).or_default().0 = Some(value.into()),
-            ("branch", "merge") => out.upstreams.entry(sub).or_default().1 = Some(value.into()),
+        match (section.as_str(), key.as_str()) {
+            ("branch", "remote") => out.upstreams.entry(sub).or_default().0 = Some(value),
+            ("branch", "merge") => out.upstreams.entry(sub).or_default().1 = Some(value),
             ("remote", "fetch" | "url" | "pushurl") => {
                 let at = match remotes.iter().position(|(r, _, _)| *r == sub) {
                     Some(at) => at,
@@ -140,7 +96,7 @@ pub fn parse(text: &str) -> Option<BranchConfig> {
                     }
                 };
                 if key == "fetch" {
-                    remotes[at].1.push(value.to_owned());
+                    remotes[at].1.push(value);
                 } else {
                     remotes[at].2 = true;
                 }
@@ -179,17 +135,15 @@ mod tests {
     }
 
     #[test]
-    fn what_only_libgit2_reads_faithfully_is_left_to_it() {
+    fn includes_and_per_worktree_config_are_left_to_libgit2() {
         for text in [
             "[include]\n\tpath = other\n",
             "[includeIf \"gitdir:/x\"]\n\tpath = other\n",
-            "[branch.old]\n\tremote = origin\n",
-            "[branch \"x\"]\n\tmerge = \"refs/heads/x\"\n",
-            "[branch \"x\"]\n\tmerge = refs/heads/x # comment\n",
-            "[branch \"a\\\"b\"]\n\tremote = o\n",
-            "[branch \"x\"] remote = o\n",
+            "[extensions]\n\tworktreeConfig = true\n",
         ] {
             assert_eq!(parse(text), None, "{text}");
         }
+        let quoted = parse("[branch \"x\"]\n\tmerge = \"refs/heads/x\" # why\n").expect("git config");
+        assert_eq!(quoted.upstreams["x"].1.as_deref(), Some("refs/heads/x"));
     }
 }
