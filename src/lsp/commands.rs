@@ -103,6 +103,7 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
         "strategy": created.record.strategy,
         "reused": created.reused,
         "notes": created.notes,
+        "copy": created.copy,
     });
     if let (Some(agent), Value::Object(map)) = (interactive, &mut answer) {
         let invocation = agent.interactive();

@@ -199,13 +199,15 @@ where
         .acquire()
         .await
         .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
-    tokio::task::spawn_blocking(|| super::memory::tracked(f)).await.map_err(|e| {
-        error(
-            ErrorKind::Internal,
-            format!("the command panicked: {e}"),
-            Value::Null,
-        )
-    })?
+    tokio::task::spawn_blocking(|| super::memory::tracked(f))
+        .await
+        .map_err(|e| {
+            error(
+                ErrorKind::Internal,
+                format!("the command panicked: {e}"),
+                Value::Null,
+            )
+        })?
 }
 
 impl LanguageServer for SlipwayServer {

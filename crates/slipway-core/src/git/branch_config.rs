@@ -143,7 +143,8 @@ mod tests {
         ] {
             assert_eq!(parse(text), None, "{text}");
         }
-        let quoted = parse("[branch \"x\"]\n\tmerge = \"refs/heads/x\" # why\n").expect("git config");
+        let quoted =
+            parse("[branch \"x\"]\n\tmerge = \"refs/heads/x\" # why\n").expect("git config");
         assert_eq!(quoted.upstreams["x"].1.as_deref(), Some("refs/heads/x"));
     }
 }

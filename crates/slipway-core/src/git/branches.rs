@@ -83,12 +83,9 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
     let default_ref = default_branch_ref(repo).ok();
     let (specs, upstreams) = match super::branch_config::read(repo.commondir()) {
         Some(config) => {
-            let specs = parse_specs(
-                config
-                    .fetch
-                    .iter()
-                    .flat_map(|(remote, specs)| specs.iter().map(move |s| (remote.as_str(), s.as_str()))),
-            );
+            let specs = parse_specs(config.fetch.iter().flat_map(|(remote, specs)| {
+                specs.iter().map(move |s| (remote.as_str(), s.as_str()))
+            }));
             let pairs = config
                 .upstreams
                 .into_iter()
@@ -378,7 +375,9 @@ fn fetch_specs(repo: &Repository) -> Result<Vec<FetchSpec>, git2::Error> {
             pairs.push((name.to_owned(), spec.to_owned()));
         }
     }
-    Ok(parse_specs(pairs.iter().map(|(r, s)| (r.as_str(), s.as_str()))))
+    Ok(parse_specs(
+        pairs.iter().map(|(r, s)| (r.as_str(), s.as_str())),
+    ))
 }
 
 /// Each branch's upstream as a short ref, from `(branch, remote, merge)`:
