@@ -5,7 +5,9 @@
 //! How it holds the sandbox rules:
 //! - The container runs an init as PID 1 (the engine's `docker-init` via
 //!   `init: true`) over a shell keep-alive loop; every agent process is an exec
-//!   into it. Teardown is one forced remove (SIGKILL, no grace period).
+//!   into it (a run that starts one process only uses [`OneProcessSandbox`],
+//!   whose container's own process it is). Teardown is one forced remove
+//!   (SIGKILL, no grace period).
 //! - Each exec goes through a tiny `sh` wrapper that records its pid in a tmpfs
 //!   private to the container and then `exec`s the program: the runtime makes
 //!   every exec a session leader, so that pid is also the process group of the
