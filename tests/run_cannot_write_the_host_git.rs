@@ -270,12 +270,21 @@ fn swapping_the_admin_dir_cannot_make_close_delete_the_host_repository() {
         let admin = repo.join(".git/worktrees").join(&id);
         let before = Before::take(&world);
         // Swap the admin dir so its `gitdir` names the host's `.git`, and
-        // point the worktree's own `.git` at the host repository.
+        // (from a container) point the worktree's own `.git` at the host
+        // repository. A host process that rewrites `.git` to name the host's
+        // git dir is running `git --git-dir=<host>` by another name: the host
+        // sandbox is no boundary for that, and it is attacked from containers.
+        let repoint = match sandbox {
+            Sandbox::Docker => format!(
+                "printf 'gitdir: {}\\n' > .git && echo dotgit-rewritten; ",
+                repo.join(".git").display()
+            ),
+            Sandbox::Host => String::new(),
+        };
         let script = format!(
             "A='{admin}'; mv \"$A\" \"$A.old\" && echo swapped; mkdir -p \"$A\"; \
              echo '{git}' > \"$A/gitdir\"; echo '../..' > \"$A/commondir\"; \
-             echo 'ref: refs/heads/main' > \"$A/HEAD\"; \
-             printf 'gitdir: {git}\\n' > .git && echo dotgit-rewritten; \
+             echo 'ref: refs/heads/main' > \"$A/HEAD\"; {repoint}\
              echo work > w.txt; git add w.txt; git commit -qm work; true",
             admin = admin.display(),
             git = repo.join(".git").display()
@@ -870,9 +879,10 @@ fn an_altered_record_never_makes_close_delete_another_folder() {
         let mut record: Value = serde_json::from_str(&original).expect("json");
         record["path"] = Value::String(target.display().to_string());
         std::fs::write(&record_path, record.to_string()).expect("alter");
-        let closed = env.slipway_json(repo, &["worktree", "close", "sibling", "--force"]);
-        assert_eq!(closed["outcome"], "preserved", "{closed}");
-        assert!(s(&closed, "reason").contains("will not delete"), "{closed}");
+        // The record is not acted on at all: its path is not the one
+        // slipway derives from its id.
+        let (_, err) = env.slipway_fail(repo, &["worktree", "close", "sibling", "--force"]);
+        assert_eq!(err["kind"], "corruptRecord", "{err}");
         assert!(
             target.join(".").is_dir(),
             "{} was deleted",

@@ -21,7 +21,7 @@ pub(super) async fn drive(
     let mut env = identity_env(host);
     env.push(("SLIPWAY_SOURCE_BRANCH".into(), place.branch.clone()));
     env.push(("SLIPWAY_TARGET_BRANCH".into(), target_branch.clone()));
-    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.clone()));
+    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.to_string()));
     env.push(("SLIPWAY_WORKTREE".into(), place.cwd.display().to_string()));
 
     let host_sandbox = HostSandbox;
@@ -39,6 +39,7 @@ pub(super) async fn drive(
     // Isolated sandboxes build theirs inside the container, workspaces one
     // per isolated mount.
     let reach = match &request.sandbox {
+        SandboxSpec::None if place.record.is_some() => Some(private_git::Reach::GitFile),
         SandboxSpec::None => Some(private_git::Reach::Environment),
         SandboxSpec::Docker { .. } => Some(private_git::Reach::Mounts { slot: 0 }),
         SandboxSpec::DockerIsolated { .. } => None,
@@ -58,7 +59,21 @@ pub(super) async fn drive(
             reach,
             keep,
         )?;
-        git.begin_journal(host, &ctx.result.run_id, place.lock.branch())?;
+        let worktree = place
+            .record
+            .as_ref()
+            .map(|r| crate::ids::WorktreeId::parse(&r.id))
+            .transpose()
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        git.begin_journal(
+            host,
+            &ctx.result.run_id,
+            place.lock.branch(),
+            private_git::JournalIds {
+                sandbox: request.sandbox_id.as_ref(),
+                worktree: worktree.as_ref(),
+            },
+        )?;
         env.extend(git.env());
         place.git = Some(git);
     }
@@ -66,6 +81,13 @@ pub(super) async fn drive(
         env.extend(workspace::git_env(mounts));
     } else {
         place.baseline = Some(quarantine::Baseline::take(&place.cwd));
+    }
+    if let Some(git) = &place.git {
+        git.point_checkout().map_err(|e| {
+            RunError::Io(format!(
+                "cannot point the worktree at its private git dir: {e}"
+            ))
+        })?;
     }
     let place: &Place = place;
     ctx.phase(
