@@ -7,6 +7,7 @@ mod common;
 mod agent_runs;
 mod agents;
 mod branches;
+mod checkout;
 mod cli_progress;
 mod commit_summaries;
 mod concurrency;

@@ -56,6 +56,13 @@ pub enum Command {
     /// Workspaces: several host folders, each shared or isolated, for one agent.
     #[command(subcommand)]
     Workspace(super::workspace::WorkspaceCommand),
+    /// Deletes what is in a repository's worktree trash (slipway starts this
+    /// itself, detached, after a close).
+    #[command(name = "empty-trash", hide = true)]
+    EmptyTrash {
+        /// The repository's `.slipway` folder.
+        slipway_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Args, Clone)]

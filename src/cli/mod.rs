@@ -38,6 +38,11 @@ use sandbox::{image_build, sandbox_command};
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    // Deleting a closed worktree's files goes on in a detached `slipway
+    // empty-trash` (without our own path, the core deletes them in place).
+    if let Ok(exe) = std::env::current_exe() {
+        slipway_core::worktree::trash::set_emptier(exe, vec!["empty-trash".into()]);
+    }
     let cli = Cli::parse();
     let json = cli.json;
     match dispatch(cli) {
@@ -172,6 +177,12 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 print_json(&created);
             } else {
                 print!("{}", render::created(&created));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::EmptyTrash { slipway_dir } => {
+            for problem in slipway_core::worktree::trash::empty(&slipway_dir) {
+                eprintln!("slipway: {problem}");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -11,6 +11,7 @@ pub mod git;
 pub mod ids;
 pub mod journal;
 pub mod nofollow;
+pub mod parallel;
 pub mod plan;
 pub mod process_id;
 pub mod recovery;

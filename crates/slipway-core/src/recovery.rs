@@ -57,6 +57,8 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
             )),
         }
     }
+    // Folders whose deletion was killed half way are slipway's to finish.
+    crate::worktree::trash::finish_leftovers(&slipway_dir);
     notes
 }
 

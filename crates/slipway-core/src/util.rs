@@ -36,6 +36,14 @@ pub fn random_hex(bytes: usize) -> String {
 /// Writes `bytes` to `path` atomically: a temp file beside it, fsync, rename,
 /// then fsync of the directory, so a crash leaves the old or the new file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// Replaces `path` with `bytes` atomically (a temp file renamed over it);
+/// with `durable`, the file and its directory are synced first and after.
+/// Without, a crash of the process still leaves the old or the new file;
+/// a power cut may lose the change as a whole.
+pub fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
@@ -48,9 +56,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        if durable {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

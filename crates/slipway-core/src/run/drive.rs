@@ -96,7 +96,25 @@ pub(super) async fn drive(
     );
     let active = match &request.sandbox_id {
         Some(id) => attach_sandbox(ctx, host, place, id).await?,
-        None => start_sandbox(&request.sandbox, host, place, &ctx.result.run_id).await?,
+        None => {
+            // Nothing but the agent, once: it can be the container's own process.
+            let one_process = request.max_iterations == 1
+                && request.hooks.sandbox_on_sandbox_ready.is_empty()
+                && prompt.shell_blocks().is_empty()
+                && request
+                    .agent
+                    .options()
+                    .and_then(|o| o.resume.as_ref())
+                    .is_none();
+            start_sandbox(
+                &request.sandbox,
+                host,
+                place,
+                &ctx.result.run_id,
+                one_process,
+            )
+            .await?
+        }
     };
     let sandbox = active.as_dyn();
     let staging = host
