@@ -216,7 +216,7 @@ fn a_merge_killed_at_any_point_leaves_the_host_exactly_before_or_after() {
     let (killed, out) = crashing(
         &env,
         &repo,
-        "merge:1",
+        "hostwrite:1",
         &[
             "--json",
             "run",
@@ -241,7 +241,7 @@ fn a_merge_killed_at_any_point_leaves_the_host_exactly_before_or_after() {
         let (killed, out) = crashing(
             &env,
             &repo,
-            &format!("merge:{n}"),
+            &format!("hostwrite:{n}"),
             &["--json", "run", "--worktree", &id, "--", "true"],
         );
         if !killed {

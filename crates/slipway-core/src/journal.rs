@@ -28,6 +28,16 @@ pub enum Operation {
         /// files to put back. Absent in journals of an older slipway.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         ref_only: bool,
+        /// What names the merge's locks and temporary files; absent in
+        /// journals of an older slipway.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+        /// Every path it writes, with its content before and after.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        writes: Vec<crate::git::host_write::PathWrite>,
+        /// The folders it makes, outermost first.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        made: Vec<String>,
     },
     /// A worktree being made: its record, registration, checkout and copy-in.
     Create {
@@ -88,11 +98,33 @@ impl Operation {
         };
         match self {
             Operation::Merge {
-                target, ours, new, ..
+                target,
+                ours,
+                new,
+                token,
+                writes,
+                made,
+                ..
             } => {
                 branch_ref(target)?;
                 oid(ours)?;
-                oid(new)
+                oid(new)?;
+                if let Some(token) = token
+                    && (token.is_empty() || !token.bytes().all(|b| b.is_ascii_hexdigit()))
+                {
+                    return Err(format!("'{token}' is not a token slipway makes"));
+                }
+                for w in writes {
+                    crate::git::host_write::check_path(&w.path, false)
+                        .map_err(|e| e.to_string())?;
+                    for side in [&w.before, &w.after].into_iter().flatten() {
+                        oid(&side.id)?;
+                    }
+                }
+                for folder in made {
+                    crate::git::host_write::check_path(folder, false).map_err(|e| e.to_string())?;
+                }
+                Ok(())
             }
             Operation::Create {
                 id, branch, base, ..

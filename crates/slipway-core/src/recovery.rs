@@ -34,10 +34,24 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
     for entry in found.interrupted {
         let done = match &entry.op {
             // A ref that did not move changed nothing: no file to put back.
-            Operation::Merge { ref_only: true, .. } => Ok(None),
             Operation::Merge {
-                target, ours, new, ..
-            } => recover_merge(host, target, ours, new),
+                target,
+                ours,
+                new,
+                ref_only,
+                token,
+                writes,
+                made,
+            } => recover_merge(
+                host,
+                target,
+                ours,
+                new,
+                *ref_only,
+                token.as_deref(),
+                writes,
+                made,
+            ),
             Operation::Create { .. } | Operation::Close { .. } => {
                 crate::worktree::recover(host, &entry.op)
             }
@@ -62,20 +76,49 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
     notes
 }
 
+#[allow(clippy::too_many_arguments)]
 fn recover_merge(
     host: &HostRepo,
     target: &str,
     ours: &str,
     new: &str,
+    ref_only: bool,
+    token: Option<&str>,
+    writes: &[crate::git::host_write::PathWrite],
+    made: &[String],
 ) -> Result<Option<String>, String> {
-    use crate::git::merge::{Recovered, recover};
+    use crate::git::merge::{Interrupted, Recovered, recover};
     let (Ok(ours), Ok(new)) = (git2::Oid::from_str(ours), git2::Oid::from_str(new)) else {
         return Ok(Some("a merge journal named no commits; ignored".into()));
     };
-    match recover(host.git(), target, ours, new).map_err(|e| e.to_string())? {
-        Recovered::Finished | Recovered::LeftAlone => Ok(None),
+    if ref_only {
+        // Only the ref was to move: nothing to put back but its own lock.
+        let notes = token
+            .map(|t| crate::git::host_write::settle_token(host.common_dir(), t))
+            .unwrap_or_default();
+        return Ok((!notes.is_empty()).then(|| notes.join("; ")));
+    }
+    let merge = Interrupted {
+        target,
+        ours,
+        new,
+        token,
+        writes,
+        made,
+    };
+    let (recovered, notes) = recover(host, &merge).map_err(|e| e.to_string())?;
+    let extra = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
+    match recovered {
+        Recovered::Finished | Recovered::LeftAlone if notes.is_empty() => Ok(None),
+        Recovered::Finished | Recovered::LeftAlone => Ok(Some(format!(
+            "an interrupted merge into {target} was settled{extra}"
+        ))),
         Recovered::Undone { left } if left.is_empty() => Ok(Some(format!(
-            "an interrupted merge into {target} was undone: the host is as it was before it"
+            "an interrupted merge into {target} was undone: the host is as it was before it{extra}"
         ))),
         Recovered::Undone { left } => Ok(Some(format!(
             "an interrupted merge into {target} was undone; these files changed since and were left as they are: {}",

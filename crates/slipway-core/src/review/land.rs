@@ -320,6 +320,8 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         fast_forward: kind == LandKind::FastForward,
         paths: Vec::new(),
         checkout,
+        writes: Vec::new(),
+        made: Vec::new(),
     };
     let plan = merge::checked(repo, plan, &deadline)?;
     merge::apply_journaled(host, &plan)?;
