@@ -261,6 +261,33 @@ impl Drop for TestEnv {
     }
 }
 
+/// How long a test waits for something that must happen (a file, a record
+/// state, a process ending): far longer than it takes on a loaded machine, so
+/// only "it never happens" runs into it.
+pub const EVENT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The live processes (zombies left out) whose process group is `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`: the fields after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && !matches!(fields[0], "Z" | "X") && fields[2] == pgid.to_string() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 /// The local test image `scripts/docker-setup.sh` builds.
 pub const TEST_IMAGE: &str = "slipway-test:latest";
 
