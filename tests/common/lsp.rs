@@ -331,6 +331,60 @@ impl Lsp {
         self.pump(Duration::ZERO);
     }
 
+    /// Receives until `check` holds (true) or `timeout` passes (false).
+    pub fn wait_until(
+        &mut self,
+        timeout: Duration,
+        mut check: impl FnMut(&mut Lsp) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.drain();
+            if check(self) {
+                return true;
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            self.pump(left.min(Duration::from_millis(100))); // allow-sleep: waits for the next message, at most this long before checking again
+        }
+    }
+
+    /// Proves the refresh loop ran again after everything received so far: a
+    /// worktree made and closed through this sidecar shows in a status push,
+    /// then leaves it. What the loop had to send about earlier events (a run's
+    /// end, diagnostics) it has sent by then, so "it was said once" or "it was
+    /// never said" can be judged without a window of time.
+    pub fn barrier(&mut self, repo: &Path) {
+        let since = self.history().len();
+        let created = self.ok(
+            "slipway.createWorktree",
+            json!({ "root": repo, "strategy": "merge-to-head" }),
+        );
+        let id = created["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("barrier worktree: {created}"))
+            .to_owned();
+        let shows = |p: &Value| status_worktrees(p).iter().any(|w| w["id"] == id.as_str());
+        self.expect_notification_since(
+            since,
+            "slipway/status",
+            &shows,
+            crate::common::EVENT_DEADLINE,
+            "the barrier worktree in a status push",
+        );
+        let since = self.history().len();
+        let closed = self.ok("slipway.close", json!({ "root": repo, "worktree": id }));
+        assert_eq!(closed["removed"], true, "barrier worktree: {closed}");
+        self.expect_notification_since(
+            since,
+            "slipway/status",
+            |p| !shows(p),
+            crate::common::EVENT_DEADLINE,
+            "a status push without the barrier worktree",
+        );
+    }
+
     /// Keeps receiving for `d`.
     pub fn collect_for(&mut self, d: Duration) {
         let deadline = Instant::now() + d;
