@@ -205,7 +205,7 @@ fn cancel_stops_a_stalling_run_and_kills_the_agent() {
     let repo = canon(&env.new_repo("repo"));
     let head = env.rev(&repo, "HEAD");
     let pid_file = env.path().join("agent.pid");
-    let child_pid_file = env.path().join("sleep.pid");
+    let child_pid_file = env.path().join("child.pid");
     let agent = env.script(
         "stall",
         &format!(

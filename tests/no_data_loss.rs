@@ -302,7 +302,7 @@ fn an_idle_timeout_names_the_preserved_worktree_and_keeps_its_work() {
     let repo = env.new_repo("repo");
     let stalls = env.script(
         "stalls",
-        "set -e\necho 'draft' > draft.txt\necho one > one.txt\ngit add one.txt\ngit commit -qm 'first step'\necho 'thinking...'\nsleep 60\n",
+        "set -e\necho 'draft' > draft.txt\necho one > one.txt\ngit add one.txt\ngit commit -qm 'first step'\necho 'thinking...'\nsleep 60\n", // allow-sleep: the agent stalls until the idle timeout ends it
     );
     let (result, err) = env.slipway_fail(
         &repo,

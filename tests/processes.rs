@@ -36,16 +36,15 @@ fn wait_dead(pids: &[u32]) {
 /// three pids before it goes on (the grandchild's comes back through a fifo),
 /// then `tail`.
 fn tree_agent(env: &TestEnv, pids: &Path, tail: &str) -> PathBuf {
-    env.script(
-        "tree",
-        &format!(
-            "echo $$ >> '{p}'\nmkfifo '{p}.fifo'\n\
-             (sleep 300 & echo $! > '{p}.fifo'; wait) &\n\
-             echo $! >> '{p}'\nread grandchild < '{p}.fifo'; echo $grandchild >> '{p}'\n\
-             echo started\n{tail}\n", // allow-sleep: the grandchild stalls until the run ends the tree
-            p = pids.display()
-        ),
-    )
+    let p = pids.display();
+    let script = [
+        format!("echo $$ >> '{p}'\nmkfifo '{p}.fifo'\n"),
+        format!("(sleep 300 & echo $! > '{p}.fifo'; wait) &\n"), // allow-sleep: the grandchild stalls until the run ends the tree
+        format!("echo $! >> '{p}'\nread grandchild < '{p}.fifo'; echo $grandchild >> '{p}'\n"),
+        format!("echo started\n{tail}\n"),
+    ]
+    .concat();
+    env.script("tree", &script)
 }
 
 #[test]

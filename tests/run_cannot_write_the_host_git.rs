@@ -605,14 +605,17 @@ fn a_stray_process_left_in_a_long_lived_sandbox_moves_nothing_on_the_host() {
     let before = Before::take(&world);
     // The stray acts once the run is over and imported: when the test says
     // go (a file in the container's /tmp), then says it is done.
-    let script = "set -e\necho a > a.txt; git add a.txt; git commit -qm a\n\
-                  setsid sh -c 'until [ -e /tmp/go ]; do sleep 0.05; done; \
-                  git update-ref refs/heads/main HEAD; git tag evil; \
-                  echo b > b.txt; git add b.txt; git commit -qm stray; echo stray-done > /tmp/done' \
-                  </dev/null >/dev/null 2>&1 &\n"; // allow-sleep: the stray polls for the test's go signal
+    let wait_for_go = "until [ -e /tmp/go ]; do sleep 0.05; done"; // allow-sleep: the stray polls for the test's go signal
+    let script = format!(
+        "set -e\necho a > a.txt; git add a.txt; git commit -qm a\n\
+         setsid sh -c '{wait_for_go}; \
+         git update-ref refs/heads/main HEAD; git tag evil; \
+         echo b > b.txt; git add b.txt; git commit -qm stray; echo stray-done > /tmp/done' \
+         </dev/null >/dev/null 2>&1 &\n"
+    );
     let result = env.slipway_json(
         repo,
-        &["run", "--in-sandbox", &id, "--", "sh", "-c", script],
+        &["run", "--in-sandbox", &id, "--", "sh", "-c", &script],
     );
     let first = commit_shas(&result);
     assert_eq!(first.len(), 1);

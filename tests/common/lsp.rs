@@ -21,6 +21,10 @@ use serde_json::{Value, json};
 
 use crate::common::TestEnv;
 
+/// One wait for the next message, after which a deadline is checked again:
+/// it ends as soon as a message arrives.
+const RECV_SLICE: Duration = Duration::from_millis(200); // allow-sleep: a slice of a wait for the next message, ended by its arrival
+
 /// How long a request waits for its answer unless told otherwise.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -187,7 +191,7 @@ pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
         if Instant::now() >= deadline {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50)); // allow-sleep: the poll interval of the one wait-for-a-condition helper
     }
 }
 
@@ -304,7 +308,7 @@ impl Lsp {
             Err(RecvTimeoutError::Disconnected) => {
                 self.closed = true;
                 if timeout > Duration::ZERO {
-                    std::thread::sleep(timeout.min(Duration::from_millis(50)));
+                    std::thread::sleep(timeout.min(Duration::from_millis(50))); // allow-sleep: the output is closed; a caller polling for the exit checks again after this
                 }
                 return false;
             }
@@ -346,7 +350,7 @@ impl Lsp {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 return false;
             };
-            self.pump(left.min(Duration::from_millis(100))); // allow-sleep: waits for the next message, at most this long before checking again
+            self.pump(left.min(RECV_SLICE));
         }
     }
 
@@ -385,14 +389,15 @@ impl Lsp {
         );
     }
 
-    /// Keeps receiving for `d`.
+    /// Keeps receiving for `d`: a fixed window, kept only for the exactly-once
+    /// test that issue 21 rewrites; everything else waits on events.
     pub fn collect_for(&mut self, d: Duration) {
         let deadline = Instant::now() + d;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             if left.is_zero() {
                 break;
             }
-            self.pump(left.min(Duration::from_millis(100)));
+            self.pump(left.min(RECV_SLICE));
         }
     }
 
@@ -422,7 +427,7 @@ impl Lsp {
                     self.stderr()
                 );
             };
-            if !self.pump(left.min(Duration::from_millis(200))) && self.closed {
+            if !self.pump(left.min(RECV_SLICE)) && self.closed {
                 panic!(
                     "the server closed its stdout before answering request {id}\nserver stderr:\n{}",
                     self.stderr()
@@ -509,7 +514,7 @@ impl Lsp {
             if left.is_zero() {
                 return None;
             }
-            self.pump(left.min(Duration::from_millis(200)));
+            self.pump(left.min(RECV_SLICE));
         }
     }
 
@@ -586,7 +591,7 @@ impl Lsp {
             if Instant::now() >= deadline {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20)); // allow-sleep: the poll interval of a wait for the process's exit
         }
     }
 
