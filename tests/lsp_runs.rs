@@ -56,6 +56,15 @@ fn wait_for_file(path: &Path, timeout: Duration) {
     );
 }
 
+/// A `slipway/status` push that shows run `id` running.
+fn shows_running(id: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |p: &Value| {
+        status_runs(p)
+            .iter()
+            .any(|r| r["runId"] == id && r["state"] == "running")
+    }
+}
+
 fn progress_kind(r: &Received) -> Option<&str> {
     (r.msg["method"] == "$/progress").then(|| r.msg["params"]["value"]["kind"].as_str())?
 }
@@ -483,11 +492,7 @@ fn a_new_sidecar_re_attaches_to_a_run_started_by_one_that_was_killed() {
     let mut second = Lsp::start(&env, Some(&repo), true);
     second.expect_notification(
         "slipway/status",
-        |p| {
-            status_runs(p)
-                .iter()
-                .any(|r| r["runId"] == run_id.as_str() && r["state"] == "running")
-        },
+        shows_running(&run_id),
         EVENT_DEADLINE,
         "the new sidecar shows the run as running",
     );
@@ -785,11 +790,7 @@ fn every_editor_on_the_repository_hears_how_a_run_ends() {
     for (who, lsp) in [("starter", &mut starter), ("watcher", &mut watcher)] {
         lsp.expect_notification(
             "slipway/status",
-            |p| {
-                status_runs(p)
-                    .iter()
-                    .any(|r| r["runId"] == run_id.as_str() && r["state"] == "running")
-            },
+            shows_running(&run_id),
             EVENT_DEADLINE,
             &format!("the {who} shows the run running"),
         );
