@@ -149,30 +149,21 @@ fn too_deep(body: &[u8], depth: usize) -> Route {
         "the message nests arrays and objects {depth} levels deep, more than the {} the server reads",
         nesting::MAX_DEPTH
     );
+    let refused = |id: Value| Route::Refuse {
+        id,
+        code: -32600,
+        kind: "nestedTooDeep",
+        why: why.clone(),
+    };
+    // Its top level, with everything below written `null`, parses.
     let flat = nesting::flatten(body, 1);
     let Ok(envelope) = serde_json::from_slice::<Envelope>(&flat) else {
-        return Route::Refuse {
-            id: Value::Null,
-            code: -32600,
-            kind: "nestedTooDeep",
-            why,
-        };
+        return refused(Value::Null);
     };
-    match (envelope.method, valid_id(envelope.id)) {
-        (Some(_), Ok(id)) if envelope.id.is_some() => Route::Refuse {
-            id,
-            code: -32600,
-            kind: "nestedTooDeep",
-            why,
-        },
-        (Some(_), _) if envelope.id.is_none() => Route::Drop(format!("a notification: {why}")),
-        (Some(_), _) => Route::Refuse {
-            id: Value::Null,
-            code: -32600,
-            kind: "nestedTooDeep",
-            why,
-        },
+    match (envelope.method, envelope.id) {
         (None, _) => Route::Drop(format!("a response: {why}")),
+        (Some(_), None) => Route::Drop(format!("a notification: {why}")),
+        (Some(_), Some(id)) => refused(valid_id(Some(id)).unwrap_or(Value::Null)),
     }
 }
 
