@@ -282,10 +282,11 @@ fn a_frame_with_lf_only_headers_is_answered_and_so_is_the_next_one() {
     .expect("json");
     let mut bytes = format!("Content-Length: {}\n\n", body.len()).into_bytes();
     bytes.extend_from_slice(&body);
-    let answers = bad_bytes_then_request(&mut lsp, &repo, &bytes, "an LF-only frame");
-    assert_eq!(answers.len(), 2, "{answers:?}");
-    assert_eq!(answers[0]["id"], id, "{answers:?}");
-    assert!(answers[0]["result"]["worktrees"].is_array(), "{answers:?}");
+    bad_bytes_then_request(&mut lsp, &repo, &bytes, "an LF-only frame");
+    // slipway.status is answered ahead of queued git work: the list's answer
+    // may come after it.
+    let listed = lsp.wait_response(id, REQUEST_TIMEOUT).msg;
+    assert!(listed["result"]["worktrees"].is_array(), "{listed}");
     still_answers(&mut lsp, &repo, "an LF-only frame");
 }
 
