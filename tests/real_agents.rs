@@ -369,12 +369,22 @@ fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
         pty.screen()
     );
     pty.type_text("\r");
+    // Copilot drops an Enter that comes while it is still setting up its
+    // session (the text stays in its input box): while the model has not been
+    // asked and the input box still holds the text, Enter is pressed again
+    // (about every 2 s of checks; an Enter on an empty box does nothing there).
+    let mut checks = 0;
     let asked = common::lsp::wait_until(EVENT_DEADLINE, || {
-        world
+        let asked = world
             .server
             .model_requests()
             .iter()
-            .any(|e| e.turn != Some(Turn::Side) && e.body.to_string().contains(text))
+            .any(|e| e.turn != Some(Turn::Side) && e.body.to_string().contains(text));
+        checks += 1;
+        if !asked && agent == "copilot" && checks % 40 == 0 && input_holds(&pty.screen(), text) {
+            pty.type_text("\r");
+        }
+        asked
     });
     assert!(
         asked,
@@ -382,6 +392,13 @@ fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
         pty.screen(),
         world.server.describe()
     );
+}
+
+/// Whether Copilot's input box (a line starting with its `┃` border) holds `text`.
+fn input_holds(screen: &str, text: &str) -> bool {
+    screen
+        .lines()
+        .any(|l| l.trim_start().starts_with('┃') && l.contains(text))
 }
 
 /// Whether the screen comes to show `text` (spacing ignored).
