@@ -197,7 +197,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
             "--json",
             "run",
             "--run-id",
-            "run-docker-cancel",
+            "run-2-dc0cce",
             "--sandbox",
             "docker",
             "--image",
@@ -215,7 +215,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let log = repo.join(".slipway/logs/run-docker-cancel.log");
+    let log = repo.join(".slipway/logs/run-2-dc0cce.log");
     assert!(
         lsp::wait_until(EVENT_DEADLINE, || std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -230,7 +230,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(result["status"], "cancelled");
     assert!(
-        containers_of("run-docker-cancel").is_empty(),
+        containers_of("run-2-dc0cce").is_empty(),
         "cancel removes the container"
     );
 }

@@ -386,7 +386,7 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
             "--json",
             "run",
             "--run-id",
-            "run-follow-1",
+            "run-1-f0110f",
             "--branch",
             "f",
             "--",
@@ -397,14 +397,14 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
         .spawn()
         .expect("spawn run");
     // Wait for the run to exist, then follow it to the end.
-    let record = repo.join(".slipway/runs/run-follow-1.json");
+    let record = repo.join(".slipway/runs/run-1-f0110f.json");
     assert!(
         lsp::wait_until(EVENT_DEADLINE, || record.exists()),
         "the run never started"
     );
     let mut follower = env
         .slipway_cmd(&repo)
-        .args(["logs", "run-follow-1", "--follow"])
+        .args(["logs", "run-1-f0110f", "--follow"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn the follower");
@@ -442,10 +442,12 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
     assert!(run.wait().expect("wait").success());
     let runs = env.slipway_json(&repo, &["runs"]);
     let entry = &runs["runs"][0];
-    assert_eq!(entry["runId"], "run-follow-1");
+    assert_eq!(entry["runId"], "run-1-f0110f");
     assert_eq!(entry["status"], "completed");
-    let (_, err) = env.slipway_fail(&repo, &["logs", "no-such-run"]);
+    let (_, err) = env.slipway_fail(&repo, &["logs", "run-9-abcdef"]);
     assert_eq!(err["kind"], "unknownRun");
+    let (_, err) = env.slipway_fail(&repo, &["logs", "../../etc/passwd"]);
+    assert_eq!(err["kind"], "invalidParams", "{err}");
 }
 
 #[test]

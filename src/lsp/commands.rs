@@ -14,6 +14,7 @@ use super::protocol::{
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
 use slipway_core::git::{HostRepo, OpenError, branches};
+use slipway_core::ids::RunId;
 use slipway_core::plan::worktree::{CreateInput, plan_create};
 use slipway_core::plan::{self, PlanError, RunPlan};
 use slipway_core::run;
@@ -201,7 +202,11 @@ pub fn runs(args: RootArgs) -> Answer {
 
 /// `slipway.log`: the first repository of `roots` that knows the run reads
 /// its log from `from`; the answer and that repository's root.
-pub fn log(roots: &[PathBuf], run_id: &str, from: u64) -> Result<(Value, PathBuf), jsonrpc::Error> {
+pub fn log(
+    roots: &[PathBuf],
+    run_id: &RunId,
+    from: u64,
+) -> Result<(Value, PathBuf), jsonrpc::Error> {
     for root in roots {
         let Ok(host) = HostRepo::open(root) else {
             continue;
@@ -213,7 +218,7 @@ pub fn log(roots: &[PathBuf], run_id: &str, from: u64) -> Result<(Value, PathBuf
         return Ok((to_value(&chunk), host.root().to_path_buf()));
     }
     Err(failure(&run::log_read::LogError::UnknownRun {
-        run_id: run_id.to_owned(),
+        run_id: run_id.to_string(),
     }))
 }
 

@@ -184,7 +184,7 @@ impl RunArgs {
 #[serde(rename_all = "camelCase")]
 pub struct CancelArgs {
     /// The run.
-    pub run_id: String,
+    pub run_id: slipway_core::ids::RunId,
     /// Its repository, when the sidecar has not seen the run.
     pub root: Option<PathBuf>,
 }
@@ -237,7 +237,7 @@ pub struct LandArgs {
 #[serde(rename_all = "camelCase")]
 pub struct LogArgs {
     /// The run.
-    pub run_id: String,
+    pub run_id: slipway_core::ids::RunId,
     /// Byte offset to read from (default 0).
     #[serde(default)]
     pub from: u64,

@@ -387,6 +387,22 @@ pub fn require_docker_image() {
     );
 }
 
+/// Runs the docker CLI against the engine at `host` (the default one when
+/// `None`); panics with its output if it fails. Returns trimmed stdout.
+pub fn docker(host: Option<&str>, args: &[&str]) -> String {
+    let mut cmd = Command::new("docker");
+    if let Some(host) = host {
+        cmd.env("DOCKER_HOST", host);
+    }
+    let out = cmd.args(args).output().expect("the docker CLI runs");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// A string field of a JSON value.
 pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key]

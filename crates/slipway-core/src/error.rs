@@ -166,6 +166,10 @@ kinds! {
     BareRepository = "bareRepository",
     /// A slipway record that cannot be read.
     CorruptRecord = "corruptRecord",
+    /// State under `.slipway/` that slipway cannot have written (a record or
+    /// journal naming another path or process, a `.slipway/` git tracks or
+    /// another user owns): nothing destructive is done with it.
+    UntrustedState = "untrustedState",
     /// Filesystem trouble.
     Io = "io",
     /// libgit2 failed.
@@ -346,6 +350,7 @@ macro_rules! failure_by_kind {
 }
 
 failure_by_kind!(
+    crate::ids::IdError,
     crate::agent::AgentSpecError,
     crate::agent::session::SessionError,
     crate::workspace::edit::EditError,

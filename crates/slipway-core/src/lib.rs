@@ -8,13 +8,16 @@
 pub mod agent;
 pub mod error;
 pub mod git;
+pub mod ids;
 pub mod journal;
 pub mod nofollow;
 pub mod plan;
+pub mod process_id;
 pub mod recovery;
 pub mod review;
 pub mod run;
 pub mod sandbox;
+pub mod state_trust;
 pub mod testhook;
 pub mod util;
 pub mod workspace;

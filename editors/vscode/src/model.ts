@@ -365,6 +365,8 @@ export function quarantineView(p: RunFinished): { message: string; detail: strin
     escapingSymlink: 'a symlink that leaves the worktree',
     newGitlink: 'a submodule entry the run added',
     refusedEntry: 'an entry the sandbox returned that was not written',
+    specialFile: 'a device node, fifo or socket (removed)',
+    setIdBits: 'set-id bits (cleared)',
   };
   const line = (f: QuarantineFinding): string =>
     `${f.path}: ${what[f.finding] ?? f.finding}${f.detail ? ` (${f.detail})` : ''}${f.movedTo ? ` — moved to ${f.movedTo}` : ' — reported only'}`;

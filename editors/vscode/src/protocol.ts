@@ -443,7 +443,7 @@ export type RunStatus = 'completed' | 'failed' | 'timedOut' | 'cancelled';
 /** One finding of the check after a run (`result.quarantined` of the run record). */
 export interface QuarantineFinding {
   path: string;
-  /** `nestedGit`, `escapingSymlink`, `newGitlink` or `refusedEntry`. */
+  /** `nestedGit`, `escapingSymlink`, `newGitlink`, `refusedEntry`, `specialFile` or `setIdBits`. */
   finding: string;
   detail: string;
   movedTo: string | null;

@@ -33,6 +33,7 @@ use super::status_cache::StatusCache;
 use refresh::compute;
 pub use refresh::open_paths;
 use slipway_core::git::{HostRepo, canonical};
+use slipway_core::ids::RunId;
 use slipway_core::run::record::{RunRecord, RunState, read_events};
 use slipway_core::run::{RunEvent, heard};
 use slipway_core::worktree::{self, WorktreeState, WorktreeStatus};
@@ -44,7 +45,7 @@ const TICK: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
-    run_id: String,
+    run_id: RunId,
     state: RunState,
     branch: Option<String>,
     worktree_path: Option<PathBuf>,
@@ -81,14 +82,14 @@ enum ProgressState {
 struct Repo {
     root: PathBuf,
     snapshot: Option<Snapshot>,
-    follows: HashMap<String, Follow>,
+    follows: HashMap<RunId, Follow>,
     /// Shared with the blocking refresh task, hence a plain mutex.
     statuses: Arc<std::sync::Mutex<StatusCache>>,
     /// This sidecar listening on the repository (`run::heard`), once announced.
     presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
     /// Finished runs this sidecar has told its client about, or that ended
     /// before it started and were heard by another (each sidecar keeps its own).
-    heard: HashSet<String>,
+    heard: HashSet<RunId>,
 }
 
 /// The sidecar's state.
@@ -109,7 +110,7 @@ pub struct State {
 struct Shared {
     statuses: Arc<std::sync::Mutex<StatusCache>>,
     presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
-    heard: HashSet<String>,
+    heard: HashSet<RunId>,
 }
 
 /// What one refresh of one repository found (computed on a blocking thread).
@@ -117,9 +118,9 @@ struct Refresh {
     common_dir: PathBuf,
     slipway_dir: PathBuf,
     snapshot: Snapshot,
-    running: Vec<String>,
+    running: Vec<RunId>,
     finished: Vec<RunRecord>,
-    events: Vec<(String, Vec<RunEvent>, u64)>,
+    events: Vec<(RunId, Vec<RunEvent>, u64)>,
 }
 
 fn token_for(run_id: &str) -> NumberOrString {
@@ -176,10 +177,10 @@ impl State {
     }
 
     /// Starts following a run started by this sidecar.
-    pub async fn follow(&self, common_dir: &Path, run_id: &str) {
+    pub async fn follow(&self, common_dir: &Path, run_id: &RunId) {
         let mut repos = self.repos.lock().await;
         if let Some(repo) = repos.get_mut(common_dir) {
-            repo.follows.entry(run_id.to_owned()).or_insert(Follow {
+            repo.follows.entry(run_id.clone()).or_insert(Follow {
                 offset: 0,
                 progress: ProgressState::None,
             });
@@ -211,9 +212,11 @@ impl State {
     }
 
     /// The run id a progress token belongs to.
-    pub fn run_of_token(token: &NumberOrString) -> Option<String> {
+    pub fn run_of_token(token: &NumberOrString) -> Option<RunId> {
         match token {
-            NumberOrString::String(s) => s.strip_prefix("slipway-").map(str::to_owned),
+            NumberOrString::String(s) => s
+                .strip_prefix("slipway-")
+                .and_then(|id| RunId::parse(id).ok()),
             NumberOrString::Number(_) => None,
         }
     }

@@ -217,7 +217,7 @@ impl Failure for PlanError {
                 data.insert("branch".into(), json!(branch));
                 let holder = match error {
                     LockError::InUse { holder, .. } => json!(holder),
-                    LockError::Io { .. } => Value::Null,
+                    LockError::Io { .. } | LockError::Untrusted(_) => Value::Null,
                 };
                 data.insert("holder".into(), holder);
             }

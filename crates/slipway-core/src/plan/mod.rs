@@ -129,7 +129,7 @@ pub struct TimeoutInput {
 #[serde(rename_all = "camelCase")]
 pub struct RunInput {
     /// The run id; a new one when unset.
-    pub run_id: Option<String>,
+    pub run_id: Option<crate::ids::RunId>,
     /// The repository; for workspace runs the workspace decides when unset.
     pub repository: Option<PathBuf>,
     /// The strategy; from the branch, the defaults, else merge-to-head.
@@ -271,11 +271,13 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
     };
     let mut sandbox = sandbox(&input.sandbox, &defaults)?;
     let mut worktree = input.worktree.clone();
+    let mut sandbox_id = None;
     if let Some(id) = &input.sandbox_id {
         let record = crate::run::sandboxes::SandboxRecord::load(&host, id)
             .ok_or_else(|| PlanError::SandboxNotFound(id.clone()))?;
         worktree = Some(record.worktree_id);
         sandbox = record.spec;
+        sandbox_id = crate::ids::SandboxId::parse(&record.id).ok();
     }
     if workspace.is_some() && !matches!(sandbox, SandboxSpec::None | SandboxSpec::Docker { .. }) {
         return Err(PlanError::WorkspaceSandbox(
@@ -313,7 +315,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         agent,
         sandbox,
         workspace,
-        sandbox_id: input.sandbox_id.clone(),
+        sandbox_id,
         prompt,
         prompt_args: input.args.clone(),
         max_iterations: input.max_iterations.unwrap_or(1),

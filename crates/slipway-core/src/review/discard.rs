@@ -30,6 +30,9 @@ pub enum DiscardError {
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// `.slipway/` is not slipway's own: nothing is removed.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
 }
 
 impl Failure for DiscardError {
@@ -39,6 +42,7 @@ impl Failure for DiscardError {
             DiscardError::BranchInUse(e) => lock_kind(e),
             DiscardError::Close(e) => e.kind(),
             DiscardError::Git(_) => ErrorKind::Git,
+            DiscardError::Untrusted(_) => ErrorKind::UntrustedState,
         }
     }
 
@@ -63,6 +67,7 @@ impl Failure for DiscardError {
 /// why. `force` never overrides the rules of close that protect what slipway
 /// did not make (see [`close_locked`]).
 pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, DiscardError> {
+    host.state_trusted()?;
     let record = find_record(host, selector)?;
     let lock = lock_branch(host, &record.branch)?;
     let repo = host.git();

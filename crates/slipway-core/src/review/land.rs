@@ -178,6 +178,9 @@ pub enum LandError {
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// `.slipway/` is not slipway's own: nothing is landed.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
 }
 
 impl Failure for LandError {
@@ -194,6 +197,7 @@ impl Failure for LandError {
             LandError::Merge(e) => e.kind(),
             LandError::Record(e) => e.kind(),
             LandError::Git(_) => ErrorKind::Git,
+            LandError::Untrusted(_) => ErrorKind::UntrustedState,
         }
     }
 
@@ -237,6 +241,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     if request.how == LandHow::Rebase && request.message.is_some() {
         return Err(LandError::MessageWithRebase);
     }
+    host.state_trusted()?;
     let mut record = find_record(host, request.worktree)?;
     let branch = record.branch.clone();
     // A run on the branch would move it under the land.

@@ -66,8 +66,5 @@ fn find_record(host: &HostRepo, selector: &str) -> Result<WorktreeRecord, NoSuch
 
 /// The kind of a branch lock that could not be taken.
 fn lock_kind(e: &LockError) -> ErrorKind {
-    match e {
-        LockError::InUse { .. } => ErrorKind::BranchInUse,
-        LockError::Io { .. } => ErrorKind::Io,
-    }
+    e.kind()
 }

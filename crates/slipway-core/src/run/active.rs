@@ -170,7 +170,7 @@ fn live_runs(slipway_dir: &Path) -> Vec<String> {
     RunRecord::load_all(slipway_dir)
         .into_iter()
         .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
-        .map(|r| r.run_id)
+        .map(|r| r.run_id.to_string())
         .collect()
 }
 
@@ -185,7 +185,7 @@ pub(super) async fn attach_sandbox(
     use crate::sandbox::isolated;
     let record = sandboxes::SandboxRecord::load(host, id)
         .ok_or_else(|| RunError::Invalid(format!("no sandbox '{id}' in this repository")))?;
-    let docker = sandboxes::attach_docker(&record).await?;
+    let docker = sandboxes::attach_docker(host, &record).await?;
     match record.spec {
         SandboxSpec::DockerIsolated { .. } => {
             let have = record

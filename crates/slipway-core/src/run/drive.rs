@@ -21,7 +21,7 @@ pub(super) async fn drive(
     let mut env = identity_env(host);
     env.push(("SLIPWAY_SOURCE_BRANCH".into(), place.branch.clone()));
     env.push(("SLIPWAY_TARGET_BRANCH".into(), target_branch.clone()));
-    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.clone()));
+    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.to_string()));
     env.push(("SLIPWAY_WORKTREE".into(), place.cwd.display().to_string()));
 
     let host_sandbox = HostSandbox;
@@ -58,7 +58,21 @@ pub(super) async fn drive(
             reach,
             keep,
         )?;
-        git.begin_journal(host, &ctx.result.run_id, place.lock.branch())?;
+        let worktree = place
+            .record
+            .as_ref()
+            .map(|r| crate::ids::WorktreeId::parse(&r.id))
+            .transpose()
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        git.begin_journal(
+            host,
+            &ctx.result.run_id,
+            place.lock.branch(),
+            private_git::JournalIds {
+                sandbox: request.sandbox_id.as_ref(),
+                worktree: worktree.as_ref(),
+            },
+        )?;
         env.extend(git.env());
         place.git = Some(git);
     }

@@ -20,6 +20,7 @@ use crate::git::merge::{MergeError, MergeOutcome, MergeRequest, merge_into_host}
 use crate::git::policy::SourcePolicy;
 use crate::git::private_dir::IgnoredRef;
 use crate::git::refname::{InvalidBranchName, validate_branch_name};
+use crate::ids::RunId;
 use crate::sandbox::host::HostSandbox;
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::worktree::lock::{BranchLock, LockError};
@@ -86,37 +87,54 @@ pub enum CancelError {
     /// No record of that run.
     #[error("no run '{0}' in this repository")]
     UnknownRun(String),
+    /// `.slipway/` is not slipway's own: nothing is signalled.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
+    /// The record names a process by pid alone (an older slipway wrote it,
+    /// or it was planted): nothing is signalled.
+    #[error(
+        "run '{run_id}' names process {pid} without its start time, so slipway cannot tell it from another process with that pid; nothing was signalled: stop it yourself if it is the run"
+    )]
+    Unverifiable { run_id: String, pid: u32 },
 }
 
 impl CancelError {
     /// Stable machine-readable kind.
     pub fn kind(&self) -> crate::error::ErrorKind {
-        crate::error::ErrorKind::UnknownRun
+        match self {
+            CancelError::UnknownRun(_) => crate::error::ErrorKind::UnknownRun,
+            CancelError::Unverifiable { .. } | CancelError::Untrusted(_) => {
+                crate::error::ErrorKind::UntrustedState
+            }
+        }
     }
 }
 
 /// Asks a run to stop: its process gets SIGTERM, kills the agent's tree and
 /// finishes with status `cancelled`. Returns the run's state at the time of asking.
-pub fn cancel(host: &HostRepo, run_id: &str) -> Result<RunState, CancelError> {
+pub fn cancel(host: &HostRepo, run_id: &RunId) -> Result<RunState, CancelError> {
+    host.state_trusted()?;
     let slipway_dir = host.slipway_dir();
     let mut record = RunRecord::load(&slipway_dir, run_id)
-        .ok_or_else(|| CancelError::UnknownRun(run_id.to_owned()))?;
+        .ok_or_else(|| CancelError::UnknownRun(run_id.to_string()))?;
     if record.settle_if_dead(&slipway_dir) || record.state == RunState::Finished {
         return Ok(RunState::Finished);
     }
-    if let Ok(pid) = libc::pid_t::try_from(record.pid) {
-        // SAFETY: signalling the run process named in its own record.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+    // Only the process that wrote the record, recognised by its start time
+    // and boot, is signalled: a pid alone in a file names nobody.
+    match &record.process {
+        Some(process) if process.signal(libc::SIGTERM) => Ok(RunState::Running),
+        Some(_) => Ok(RunState::Finished),
+        None => Err(CancelError::Unverifiable {
+            run_id: run_id.to_string(),
+            pid: record.pid,
+        }),
     }
-    Ok(RunState::Running)
 }
 
 /// A new run id: time plus randomness, sortable.
-pub fn new_run_id() -> String {
-    let secs = crate::util::now_secs();
-    format!("run-{secs}-{}", crate::util::random_hex(3))
+pub fn new_run_id() -> RunId {
+    RunId::new()
 }
 
 struct RunLog {
@@ -239,12 +257,14 @@ pub async fn run(
     // A run nobody can follow (its record cannot be written: a full disk, a
     // read-only folder) does not start.
     let saved = worktree::ensure_slipway_dir(host)
-        .and_then(|()| record.save(&slipway_dir))
-        .map_err(|e| {
-            RunError::Io(format!(
-                "cannot write the run record under {}: {e}",
-                slipway_dir.display()
-            ))
+        .map_err(RunError::from)
+        .and_then(|()| {
+            record.save(&slipway_dir).map_err(|e| {
+                RunError::Io(format!(
+                    "cannot write the run record under {}: {e}",
+                    slipway_dir.display()
+                ))
+            })
         });
     if let Err(error) = saved {
         let mut result = RunRecord::starting(&run_id).failed_result(&slipway_dir, String::new());
@@ -283,22 +303,22 @@ pub async fn run(
 async fn run_recorded(
     host: &HostRepo,
     request: RunRequest,
-    run_id: String,
+    run_id: RunId,
     control: RunControl,
     events: EventSink,
     record: &mut RunRecord,
 ) -> Result<RunResult, RunFailure> {
-    let logs_dir = host.slipway_dir().join("logs");
-    let log_file = logs_dir.join(format!("{run_id}.log"));
+    let log_file = log_read::log_path(&host.slipway_dir(), &run_id);
     let file = worktree::ensure_slipway_dir(host)
-        .and_then(|()| std::fs::create_dir_all(&logs_dir))
+        .ok()
+        .and_then(|()| std::fs::create_dir_all(log_file.parent()?).ok())
         .and_then(|()| {
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&log_file)
-        })
-        .ok();
+                .ok()
+        });
     let mut ctx = Ctx {
         log: RunLog { file },
         event_log: EventLog::open(&host.slipway_dir(), &run_id),
@@ -483,13 +503,15 @@ async fn run_recorded(
         );
         for q in &found {
             ctx.log.line(&format!(
-                "[slipway] quarantine: {} ({:?}) {}",
-                q.path, q.finding, q.detail
+                "[slipway] quarantine: {} ({}) {}",
+                q.path,
+                q.finding.describe(),
+                q.detail
             ));
         }
         if !found.is_empty() {
             ctx.result.warnings.push(format!(
-                "the run left {} thing(s) in {} that your git would run or follow ({} moved to {}); see `quarantined`",
+                "the run left {} thing(s) in {} that your git would run or follow, or that no checkout should hold ({} moved to {}); see `quarantined`",
                 found.len(),
                 place.cwd.display(),
                 found.iter().filter(|q| q.moved_to.is_some()).count(),

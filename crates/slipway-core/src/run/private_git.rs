@@ -33,6 +33,15 @@ pub enum Reach {
     Mounts { slot: usize },
 }
 
+/// What a run's import journal names its private dir and checkout by.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JournalIds<'a> {
+    /// The long-lived sandbox whose private dir the run uses, if any.
+    pub sandbox: Option<&'a crate::ids::SandboxId>,
+    /// The worktree the run works in (`None`: the host checkout).
+    pub worktree: Option<&'a crate::ids::WorktreeId>,
+}
+
 /// One checkout's private git state for a run.
 #[derive(Debug)]
 pub struct RunGit {
@@ -155,27 +164,30 @@ impl RunGit {
     pub fn begin_journal(
         &mut self,
         host: &HostRepo,
-        run_id: &str,
+        run_id: &crate::ids::RunId,
         lock_branch: &str,
+        owner: JournalIds<'_>,
     ) -> Result<(), RunGitError> {
         let name = format!(
             "import-{}",
             self.base
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| run_id.to_owned())
+                .unwrap_or_else(|| run_id.to_string())
         );
         let journal = crate::journal::Journal::begin(
             &host.slipway_dir(),
             &name,
             &crate::journal::Operation::Import {
-                run_id: run_id.to_owned(),
+                run_id: run_id.clone(),
                 refname: self.refname.clone(),
                 start: self.start.map(|s| s.to_string()),
-                private_dir: self.dir.path().to_path_buf(),
-                checkout: self.checkout.clone(),
+                sandbox: owner.sandbox.cloned(),
+                worktree: owner.worktree.cloned(),
                 lock_branch: lock_branch.to_owned(),
                 keep: self.keep,
+                private_dir: None,
+                checkout: None,
             },
         )
         .map_err(RunGitError::Journal)?;

@@ -26,6 +26,27 @@ pub enum Finding {
     NewGitlink,
     /// Something returned from an isolated sandbox that was not written.
     RefusedEntry,
+    /// A device node, fifo or socket (removed: nothing in a checkout needs
+    /// one, and a device node made as root opens the host's hardware).
+    SpecialFile,
+    /// A file or folder with its set-user-id or set-group-id bit on
+    /// (cleared: a set-id binary a container's root made runs as root on
+    /// the host).
+    SetIdBits,
+}
+
+impl Finding {
+    /// What it is, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Finding::NestedGit => "a .git inside the checkout",
+            Finding::EscapingSymlink => "a symlink leaving the checkout",
+            Finding::NewGitlink => "a new submodule entry",
+            Finding::RefusedEntry => "a returned entry not written",
+            Finding::SpecialFile => "a device node, fifo or socket",
+            Finding::SetIdBits => "set-id bits",
+        }
+    }
 }
 
 /// One thing the check found, and where it went.
@@ -101,9 +122,10 @@ pub fn escapes(rel: &Path, target: &Path) -> bool {
     false
 }
 
-/// Walks `dir` (the checkout at `rel`), calling `found(rel, kind, target)`
-/// for every nested `.git` and escaping symlink; `found` says whether the
-/// entry is gone (so the walk does not descend into it).
+/// Walks `dir` (the checkout at `rel`), calling `found(rel, kind, detail)`
+/// for every nested `.git`, escaping symlink, special file and set-id
+/// file or folder; `found` says whether the entry is gone (so the walk
+/// does not descend into it).
 fn walk(dir: &Dir, rel: &Path, depth: usize, found: &mut dyn FnMut(&Path, Finding, &str) -> bool) {
     // Deeper than any real project: a planted maze is not walked further.
     if depth > 64 {
@@ -122,7 +144,20 @@ fn walk(dir: &Dir, rel: &Path, depth: usize, found: &mut dyn FnMut(&Path, Findin
             found(&child, Finding::NestedGit, "");
             continue;
         }
+        if matches!(kind, Some(Kind::File | Kind::Dir))
+            && let Some(mode) = dir.mode_of(&name).ok().flatten()
+            && mode & 0o6000 != 0
+        {
+            found(
+                &child,
+                Finding::SetIdBits,
+                &format!("mode {:o}", mode & 0o7777),
+            );
+        }
         match kind {
+            Some(Kind::Other) => {
+                found(&child, Finding::SpecialFile, &special_kind(dir, &name));
+            }
             Some(Kind::Dir) => {
                 if let Ok(sub) = dir.open_dir(Path::new(&name)) {
                     walk(&sub, &child, depth + 1, found);
@@ -142,6 +177,18 @@ fn walk(dir: &Dir, rel: &Path, depth: usize, found: &mut dyn FnMut(&Path, Findin
             _ => {}
         }
     }
+}
+
+/// What kind of special file `name` is, for people.
+fn special_kind(dir: &Dir, name: &OsStr) -> String {
+    let kind = match dir.mode_of(name).ok().flatten().map(|m| m & libc::S_IFMT) {
+        Some(libc::S_IFBLK) => "a block device",
+        Some(libc::S_IFCHR) => "a character device",
+        Some(libc::S_IFIFO) => "a fifo",
+        Some(libc::S_IFSOCK) => "a socket",
+        _ => "a special file",
+    };
+    format!("{kind}; removed")
 }
 
 fn is_git_name(name: &OsStr) -> bool {
@@ -185,26 +232,17 @@ pub fn check(
                 moved_to: moved.then_some(to),
             });
         }
-        let mut moves: Vec<(PathBuf, Finding, String)> = Vec::new();
+        let mut found: Vec<(PathBuf, Finding, String)> = Vec::new();
         walk(&dir, Path::new(""), 0, &mut |rel, finding, detail| {
             if baseline.is_some_and(|b| b.found.contains(rel)) {
                 return false;
             }
-            moves.push((rel.to_path_buf(), finding, detail.to_owned()));
-            true
+            found.push((rel.to_path_buf(), finding, detail.to_owned()));
+            // A set-id folder stays and is walked; everything else goes.
+            finding != Finding::SetIdBits
         });
-        for (rel, finding, detail) in moves {
-            let to = quarantine.join(&rel);
-            let moved = dir.move_out(&rel, &to);
-            out.push(Quarantined {
-                path: rel.display().to_string(),
-                finding,
-                detail: match &moved {
-                    Ok(()) => detail,
-                    Err(e) => format!("{detail} (could not be moved: {e})"),
-                },
-                moved_to: moved.ok().map(|()| to),
-            });
+        for (rel, finding, detail) in found {
+            out.push(settle(&dir, quarantine, rel, finding, detail));
         }
     }
     if let (Some(repo), Some(tip)) = (repo, tip) {
@@ -223,6 +261,66 @@ pub fn check(
         }
     }
     out
+}
+
+/// Deals with one finding: a nested `.git` or escaping symlink is moved
+/// under `quarantine`, a special file removed, set-id bits cleared.
+fn settle(
+    dir: &Dir,
+    quarantine: &Path,
+    rel: PathBuf,
+    finding: Finding,
+    detail: String,
+) -> Quarantined {
+    let path = rel.display().to_string();
+    let failed = |what: &str, e: std::io::Error| format!("{detail} (could not be {what}: {e})");
+    match finding {
+        Finding::SpecialFile => {
+            let removed = dir.remove_file(&rel);
+            Quarantined {
+                path,
+                finding,
+                detail: match removed {
+                    Ok(_) => detail,
+                    Err(e) => failed("removed", e),
+                },
+                moved_to: None,
+            }
+        }
+        Finding::SetIdBits => {
+            let cleared = match (rel.parent(), rel.file_name()) {
+                (Some(parent), Some(name)) if parent.as_os_str().is_empty() => {
+                    dir.clear_set_id(name)
+                }
+                (Some(parent), Some(name)) => {
+                    dir.open_dir(parent).and_then(|d| d.clear_set_id(name))
+                }
+                _ => Err(std::io::Error::other("no file name")),
+            };
+            Quarantined {
+                path,
+                finding,
+                detail: match cleared {
+                    Ok(()) => format!("{detail}; the set-id bits were cleared"),
+                    Err(e) => failed("cleared", e),
+                },
+                moved_to: None,
+            }
+        }
+        _ => {
+            let to = quarantine.join(&rel);
+            let moved = dir.move_out(&rel, &to);
+            Quarantined {
+                path,
+                finding,
+                detail: match &moved {
+                    Ok(()) => detail,
+                    Err(e) => failed("moved", std::io::Error::new(e.kind(), e.to_string())),
+                },
+                moved_to: moved.ok().map(|()| to),
+            }
+        }
+    }
 }
 
 /// Every gitlink (submodule entry) of a commit's tree, with the commit it names.

@@ -53,7 +53,7 @@ pub struct ErrorInfo {
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// Run id.
-    pub run_id: String,
+    pub run_id: crate::ids::RunId,
     /// How it ended.
     pub status: RunStatus,
     /// Iterations started.

@@ -5,6 +5,7 @@ use super::*;
 /// Closes a worktree: dirty → preserved (unless `force`); clean → removed,
 /// and a temporary branch deleted unless it holds commits on no other branch.
 pub fn close(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, CloseError> {
+    host.state_trusted()?;
     let Some(record) = find_readable(host, selector).map_err(CloseError::Record)? else {
         return Err(CloseError::NotFound {
             selector: selector.to_owned(),

@@ -17,7 +17,7 @@ pub fn create(host: &HostRepo, request: &CreateRequest) -> Result<Created, Creat
         }
         WorktreeTarget::MergeToHead => new_temp_branch_name(),
     };
-    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
+    ensure_slipway_dir(host)?;
     let lock = lock_branch(host, &branch)?;
     create_locked(host, request, &lock)
 }
@@ -34,7 +34,7 @@ pub fn create_locked(
     let path = worktrees_dir(host).join(&id);
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
-    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
+    ensure_slipway_dir(host)?;
     // A create or close of this worktree that died half way is settled
     // first: nothing ever re-uses a half-made worktree.
     recover::recover_own(host, &id).map_err(CreateError::Io)?;

@@ -44,6 +44,8 @@ local finding_labels = {
   escapingSymlink = 'symlink leaving the worktree',
   newGitlink = 'new gitlink',
   refusedEntry = 'refused entry',
+  specialFile = 'device node, fifo or socket (removed)',
+  setIdBits = 'set-id bits (cleared)',
 }
 
 --- The host's current branch, read from its `HEAD` file (no git process).

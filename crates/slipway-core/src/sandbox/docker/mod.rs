@@ -48,6 +48,18 @@ pub use reap::reap_orphans;
 
 /// Label every slipway container carries.
 pub const LABEL_MANAGED: &str = "slipway.managed";
+
+/// The capabilities an agent's container keeps (all others are dropped):
+/// what root needs to edit files it does not own and to stop its own
+/// processes. Never `MKNOD`, `SETUID`/`SETGID`, `SETFCAP`, `SETPCAP`,
+/// `SYS_ADMIN`, `NET_RAW`, `SYS_CHROOT` or `FSETID`.
+pub const AGENT_CAPABILITIES: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "KILL",
+    "NET_BIND_SERVICE",
+];
 /// Label holding the run id.
 pub const LABEL_RUN: &str = "slipway.run";
 /// Label holding the optional scope (e.g. the repository's common git dir).
@@ -238,6 +250,13 @@ impl DockerSandbox {
             attach_stderr: Some(false),
             host_config: Some(HostConfig {
                 init: Some(init),
+                // Nothing in the container gains privileges (a setuid `sudo`
+                // in the image stays the host user), and root in it keeps only
+                // what editing files needs: no device nodes, no uid or gid
+                // changes, no file capabilities, no raw sockets.
+                security_opt: Some(vec!["no-new-privileges:true".to_owned()]),
+                cap_drop: Some(vec!["ALL".to_owned()]),
+                cap_add: Some(AGENT_CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
                 mounts: Some(mounts),
                 network_mode: config.network.clone(),
                 memory: config.memory_bytes,
@@ -416,16 +435,22 @@ impl DockerSandbox {
         remove_forced(&self.docker, &self.id).await;
     }
 
-    /// Attaches to the running container of a long-lived sandbox.
+    /// Attaches to the running container of a long-lived sandbox, if it
+    /// carries slipway's labels for `owner` (a record naming some other
+    /// container is not followed).
     pub async fn attach(
         docker: Docker,
         container: &str,
         user: String,
+        owner: &Owner<'_>,
     ) -> Result<DockerSandbox, SandboxError> {
         let inspect = docker
             .inspect_container(container, None)
             .await
             .map_err(|e| engine_error("the sandbox's container is gone", e))?;
+        if !owner.owns(&inspect) {
+            return Err(owner.refusal(container));
+        }
         let running = inspect
             .state
             .as_ref()
@@ -451,6 +476,53 @@ impl DockerSandbox {
             closed: AtomicBool::new(false),
             persistent: AtomicBool::new(true),
         })
+    }
+}
+
+/// Whose container a record says it is: slipway's for one run or sandbox of
+/// one repository (DESIGN §2 "Git safety" 5).
+#[derive(Debug, Clone, Copy)]
+pub struct Owner<'a> {
+    /// The repository's scope label (its common git dir).
+    pub scope: &'a str,
+    /// The run or sandbox id in the `slipway.run` label.
+    pub run: &'a str,
+}
+
+impl Owner<'_> {
+    /// Whether the inspected container carries exactly these labels.
+    pub fn owns(&self, inspect: &bollard::models::ContainerInspectResponse) -> bool {
+        let labels = inspect.config.as_ref().and_then(|c| c.labels.as_ref());
+        let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
+        label(LABEL_MANAGED) == Some("true")
+            && label(LABEL_SCOPE) == Some(self.scope)
+            && label(LABEL_RUN) == Some(self.run)
+    }
+
+    fn refusal(&self, container: &str) -> SandboxError {
+        SandboxError::Other(format!(
+            "container {container} does not carry slipway's labels for '{}' of this repository, so slipway did not make it; it was left alone",
+            self.run
+        ))
+    }
+
+    /// Removes `container` (forced) only when it is this owner's; whether it was.
+    pub async fn remove(&self, docker: &Docker, container: &str) -> Result<(), SandboxError> {
+        let inspect = match docker.inspect_container(container, None).await {
+            Ok(inspect) => inspect,
+            // Gone already: nothing to remove.
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {
+                return Ok(());
+            }
+            Err(e) => return Err(engine_error("cannot look at the container", e)),
+        };
+        if !self.owns(&inspect) {
+            return Err(self.refusal(container));
+        }
+        remove_forced(docker, container).await;
+        Ok(())
     }
 }
 
