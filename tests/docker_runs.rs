@@ -343,3 +343,38 @@ fn containers_get_the_memory_and_process_limits_asked_for_and_bounded_defaults()
     );
     assert!(!env.local_branches(&repo).contains(&"limits/bad".to_owned()));
 }
+
+/// The parent of the agent's process as the agent sees it: the container's
+/// init (pid 1) when the agent is the container's own process, none (0) for
+/// an exec into a running container.
+fn agent_parent(env: &TestEnv, repo: &Path, extra: &[&str]) -> String {
+    // `sh` builtins only: the test image has no awk.
+    let script = "while read -r k v; do [ \"$k\" = PPid: ] && echo \"$v\" > parent.txt; done < /proc/$$/status; exit 0\n";
+    let result = ok_json(&docker_run(env, repo, extra, script));
+    std::fs::read_to_string(Path::new(s(&result, "worktreePath")).join("parent.txt"))
+        .expect("the agent wrote its parent")
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn an_agent_alone_in_its_run_is_the_containers_own_process_and_with_hooks_an_exec() {
+    require_docker_image();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    assert_eq!(
+        agent_parent(&env, &repo, &["--branch", "alone"]),
+        "1",
+        "the agent was not started as the container's process (under its init)"
+    );
+    // A sandbox hook runs first in the same container: the agent is an exec then.
+    assert_eq!(
+        agent_parent(
+            &env,
+            &repo,
+            &["--branch", "hooked", "--on-sandbox-ready", "true"]
+        ),
+        "0",
+        "with a sandbox hook the agent should be an exec into the running container"
+    );
+}

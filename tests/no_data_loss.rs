@@ -776,3 +776,70 @@ fn create_refuses_a_branch_being_rebased_or_bisected_as_git_does() {
         );
     }
 }
+
+#[test]
+fn work_the_agent_left_on_its_own_branches_or_a_detached_head_is_kept() {
+    require_docker_image();
+    for (sandbox, strategy) in [
+        (Sandbox::Host, &["--strategy", "head"][..]),
+        (Sandbox::Host, &["--branch", "agent/main-work"][..]),
+        (Sandbox::Docker, &["--strategy", "head"][..]),
+        (Sandbox::Docker, &["--strategy", "merge-to-head"][..]),
+    ] {
+        let env = TestEnv::new();
+        let repo = env.new_repo("repo");
+        let before = env.rev(&repo, "HEAD");
+        // The agent switches to branches of its own (and finally detaches),
+        // committing on each: none of it is the run's branch.
+        let script = "set -e\n\
+            git checkout -q -b side && echo side > side.txt && git add side.txt && git commit -qm 'on side'\n\
+            git checkout -q -b 'feat/deep' && echo deep > deep.txt && git add deep.txt && git commit -qm 'on feat/deep'\n\
+            git checkout -q --detach && echo loose > loose.txt && git add loose.txt && git commit -qm 'detached'\n\
+            echo DONE";
+        let mut args = vec!["--json", "run"];
+        args.extend_from_slice(strategy);
+        args.extend(sandbox.args());
+        args.extend(["--", "sh", "-c", script]);
+        let (_, result, log) = env.run_result(&repo, &args);
+        assert!(
+            log.contains("DONE"),
+            "{sandbox:?} {strategy:?}: {result}\n{log}"
+        );
+        let run_id = s(&result, "runId");
+        let kept = result["keptRefs"].as_array().cloned().unwrap_or_default();
+        let names: Vec<&str> = kept.iter().map(|k| s(k, "name")).collect();
+        for leaf in ["side", "feat/deep", "HEAD"] {
+            let name = format!("refs/slipway/kept/{run_id}/{leaf}");
+            assert!(
+                names.contains(&name.as_str()),
+                "{sandbox:?} {strategy:?}: {names:?}\n{log}"
+            );
+        }
+        let subjects = env.git(
+            &repo,
+            &[
+                "log",
+                "--format=%s",
+                &format!("refs/slipway/kept/{run_id}/HEAD"),
+            ],
+        );
+        assert_eq!(
+            subjects.lines().take(3).collect::<Vec<_>>(),
+            vec!["detached", "on feat/deep", "on side"],
+            "{sandbox:?} {strategy:?}: every commit is reachable on the host"
+        );
+        let fsck = env.git_output(&repo, &["fsck", "--no-dangling"]);
+        assert!(
+            fsck.status.success(),
+            "{}",
+            String::from_utf8_lossy(&fsck.stderr)
+        );
+        if strategy == ["--strategy", "head"] {
+            assert_eq!(
+                env.rev(&repo, "HEAD"),
+                before,
+                "the host's own branch did not move"
+            );
+        }
+    }
+}

@@ -283,12 +283,21 @@ fn swapping_the_admin_dir_cannot_make_close_delete_the_host_repository() {
         let admin = repo.join(".git/worktrees").join(&id);
         let before = Before::take(&world);
         // Swap the admin dir so its `gitdir` names the host's `.git`, and
-        // point the worktree's own `.git` at the host repository.
+        // (from a container) point the worktree's own `.git` at the host
+        // repository. A host process that rewrites `.git` to name the host's
+        // git dir is running `git --git-dir=<host>` by another name: the host
+        // sandbox is no boundary for that, and it is attacked from containers.
+        let repoint = match sandbox {
+            Sandbox::Docker => format!(
+                "printf 'gitdir: {}\\n' > .git && echo dotgit-rewritten; ",
+                repo.join(".git").display()
+            ),
+            Sandbox::Host => String::new(),
+        };
         let script = format!(
             "A='{admin}'; mv \"$A\" \"$A.old\" && echo swapped; mkdir -p \"$A\"; \
              echo '{git}' > \"$A/gitdir\"; echo '../..' > \"$A/commondir\"; \
-             echo 'ref: refs/heads/main' > \"$A/HEAD\"; \
-             printf 'gitdir: {git}\\n' > .git && echo dotgit-rewritten; \
+             echo 'ref: refs/heads/main' > \"$A/HEAD\"; {repoint}\
              echo work > w.txt; git add w.txt; git commit -qm work; true",
             admin = admin.display(),
             git = repo.join(".git").display()

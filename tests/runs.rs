@@ -505,3 +505,41 @@ fn an_empty_completion_signal_or_zero_iterations_is_refused_before_the_agent_run
     assert!(!marker.exists(), "the agent must not run");
     assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
 }
+
+#[test]
+fn a_run_log_stops_at_its_size_cap_with_a_marker_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    env.set_env("SLIPWAY_LOG_LIMIT", "1048576");
+    // 16 MiB without a newline, then 20k short lines, then a commit.
+    let script = "head -c 16777216 /dev/zero | tr '\\0' x; echo\n\
+                  i=0; while [ $i -lt 20000 ]; do echo \"line $i\"; i=$((i+1)); done\n\
+                  echo done > done.txt; git add done.txt; git commit -qm 'after the flood'; echo FINISHED";
+    let (ok, result, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "agent/loud",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(ok, "{result}");
+    assert_eq!(commit_shas(&result).len(), 1, "the run went on to its end");
+    let size = std::fs::metadata(s(&result, "logFile")).expect("log").len();
+    assert!(size < 1_200_000, "the log holds {size} bytes");
+    assert!(
+        log.contains("the log reached its limit of 1048576 bytes"),
+        "the cut is marked: {}",
+        &log[log.len().saturating_sub(500)..]
+    );
+    assert!(
+        !log.contains("FINISHED"),
+        "output after the cut is not kept"
+    );
+    assert!(log.contains("[slipway]"), "slipway's own lines still are");
+}

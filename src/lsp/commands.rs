@@ -9,8 +9,9 @@ use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
     self, BranchesArgs, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs,
-    RootArgs, RunArgs, error, failure,
+    RootArgs, RunArgs, TrustArgs, error, failure,
 };
+use super::status_cache::StatusCache;
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
 use slipway_core::git::{HostRepo, OpenError, branches};
@@ -103,6 +104,7 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
         "strategy": created.record.strategy,
         "reused": created.reused,
         "notes": created.notes,
+        "copy": created.copy,
     });
     if let (Some(agent), Value::Object(map)) = (interactive, &mut answer) {
         let invocation = agent.interactive();
@@ -114,10 +116,23 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
     Ok(answer)
 }
 
-/// `slipway.list`.
-pub fn list(args: RootArgs) -> Answer {
+/// `slipway.list`, each worktree's changes and commits ahead read from the
+/// watched cache of its repository (`cache_of` gives it): only worktrees
+/// that changed on disk since they were last read are read again.
+pub fn list(
+    args: RootArgs,
+    cache_of: impl FnOnce(&HostRepo) -> std::sync::Arc<std::sync::Mutex<StatusCache>>,
+) -> Answer {
     let host = open(&args.root)?;
-    let list = worktree::list(&host).map_err(git_error)?;
+    let cache = cache_of(&host);
+    // A poisoned cache is only stale: its next read is from disk.
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let list = worktree::list_with(&host, |record| {
+        cache.status(record, || worktree::read_status(record))
+    })
+    .map_err(git_error)?;
     Ok(json!({ "worktrees": list }))
 }
 
@@ -192,6 +207,24 @@ pub fn diff(args: DiffArgs) -> Answer {
         None => diff::diff(&host, &args.worktree).map(|d| to_value(&d)),
     }
     .map_err(|e| failure(&e))
+}
+
+/// `slipway.trust`: the files given, else the repository's `slipway.toml`.
+pub fn trust(args: TrustArgs) -> Answer {
+    use slipway_core::trust::{TrustRequest, approve_here};
+    let requests = match (args.files, &args.root) {
+        (Some(files), _) if !files.is_empty() => files,
+        (_, Some(root)) => vec![TrustRequest::repository(open(root)?.root())],
+        (_, None) => {
+            return Err(error(
+                ErrorKind::InvalidParams,
+                "slipway.trust needs `root` (to approve its `slipway.toml`) or `files`",
+                Value::Null,
+            ));
+        }
+    };
+    let trusted = approve_here(&requests, args.dry_run).map_err(|e| failure(&e))?;
+    Ok(json!({ "trusted": trusted, "dryRun": args.dry_run }))
 }
 
 /// `slipway.runs`.

@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult, SandboxSpec};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 15] = [
+pub const COMMANDS: [&str; 16] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -36,6 +36,7 @@ pub const COMMANDS: [&str; 15] = [
     "slipway.discard",
     "slipway.runs",
     "slipway.log",
+    "slipway.trust",
 ];
 
 /// `{root}`.
@@ -44,6 +45,21 @@ pub const COMMANDS: [&str; 15] = [
 pub struct RootArgs {
     /// Any path inside the repository or one of its worktrees.
     pub root: PathBuf,
+}
+
+/// `slipway.trust`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustArgs {
+    /// The repository whose `slipway.toml` is approved when `files` is absent.
+    pub root: Option<PathBuf>,
+    /// The files to approve, each with the content the user was shown
+    /// (`{path, hash}` as `untrustedConfig`'s `data.files` gives them, or
+    /// `{path, removed: true}` for one that is gone).
+    pub files: Option<Vec<slipway_core::trust::TrustRequest>>,
+    /// Answer what would be approved, and record nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `slipway.branches`.
@@ -363,6 +379,9 @@ fn hint_text(hint: &Hint) -> String {
         }
         Hint::ChangeWorkspace { name } => format!("workspace '{name}' exists: edit or remove it"),
         Hint::UseStrategy { strategies } => format!("or use strategy {}", strategies.join(" or ")),
+        Hint::Trust { .. } => {
+            "show the user `data.files`; if they approve, call `slipway.trust` with those `files` (path and hash) and send the request again".into()
+        }
     }
 }
 

@@ -210,13 +210,15 @@ where
         .acquire()
         .await
         .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        error(
-            ErrorKind::Internal,
-            format!("the command panicked: {e}"),
-            Value::Null,
-        )
-    })?
+    tokio::task::spawn_blocking(|| super::memory::tracked(f))
+        .await
+        .map_err(|e| {
+            error(
+                ErrorKind::Internal,
+                format!("the command panicked: {e}"),
+                Value::Null,
+            )
+        })?
 }
 
 impl LanguageServer for SlipwayServer {
@@ -311,7 +313,8 @@ impl LanguageServer for SlipwayServer {
             }
             "slipway.list" => {
                 let a = parse_args(&command, &args)?;
-                blocking(move || commands::list(a)).await
+                let state = self.state.clone();
+                blocking(move || commands::list(a, |host| state.cache_blocking(host))).await
             }
             "slipway.close" => {
                 let a = parse_args(&command, &args)?;
@@ -344,6 +347,10 @@ impl LanguageServer for SlipwayServer {
                 blocking(move || commands::runs(a)).await
             }
             "slipway.log" => self.log(parse_args(&command, &args)?).await,
+            "slipway.trust" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::trust(a)).await
+            }
             "slipway.status" => status_command(&self.state, parse_args(&command, &args)?).await,
             other => Err(error(
                 ErrorKind::UnknownCommand,

@@ -195,6 +195,18 @@ impl TestEnv {
         (stdout, err["error"].clone())
     }
 
+    /// Approves the repository's `slipway.toml` as it is now, as the user
+    /// would with `slipway trust`.
+    pub fn trust(&self, repo: &Path) {
+        let out = self.slipway(repo, &["trust"]);
+        assert!(
+            out.status.success(),
+            "slipway trust failed in {}:\n{}",
+            repo.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// A new repository `name` on branch `main` with one commit (README.md).
     pub fn new_repo(&self, name: &str) -> PathBuf {
         let dir = self.path().join(name);

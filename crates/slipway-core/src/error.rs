@@ -104,6 +104,8 @@ kinds! {
     RunDied = "runDied",
     /// The run's branch could not be imported from its private git dir.
     ImportRefused = "importRefused",
+    /// A repository file that runs programs or chooses the sandbox, in content the user has not approved.
+    UntrustedConfig = "untrustedConfig",
     /// A record written by a newer or older slipway that this one cannot use.
     OutdatedState = "outdatedState",
     /// An image build failed.
@@ -283,6 +285,11 @@ pub enum Hint {
     UseStrategy {
         /// Which ones would do.
         strategies: Vec<String>,
+    },
+    /// Read these files, then approve them in their present content.
+    Trust {
+        /// The files.
+        files: Vec<std::path::PathBuf>,
     },
 }
 

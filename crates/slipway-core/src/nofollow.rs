@@ -142,6 +142,15 @@ impl Dir {
         })
     }
 
+    /// The folder at `rel` below this one, or this one for an empty `rel`.
+    pub fn open_dir_or_self(&self, rel: &Path) -> io::Result<Dir> {
+        if rel.as_os_str().is_empty() {
+            self.dup()
+        } else {
+            self.open_dir(rel)
+        }
+    }
+
     /// The directory holding `rel` and `rel`'s last component.
     fn parent_of<'p>(&self, rel: &'p Path) -> io::Result<(Dir, &'p std::ffi::OsStr)> {
         let names = normal_components(rel)?;

@@ -57,6 +57,8 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
             )),
         }
     }
+    // Folders whose deletion was killed half way are slipway's to finish.
+    crate::worktree::trash::finish_leftovers(&slipway_dir);
     notes
 }
 
@@ -118,6 +120,19 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
         Some(id) => crate::worktree::worktrees_dir(host).join(id.as_str()),
         None => host.root().to_path_buf(),
     };
+    // A host run may have died while the worktree's `.git` pointed at its
+    // private dir: the worktree is the user's again first.
+    if worktree.is_some()
+        && sandbox.is_none()
+        && checkout.join(".git").is_file()
+        && let Err(e) =
+            crate::run::private_git::restore_worktree_git_file(checkout, host.common_dir())
+    {
+        return Err(format!(
+            "the .git file of {} could not be put back: {e}",
+            checkout.display()
+        ));
+    }
     // An agent of the run that still lives holds the branch lock: later.
     let lock = crate::worktree::lock_branch(host, lock_branch).map_err(|e| {
         format!("the work of run {run_id} is imported once nothing of it runs any more: {e}")

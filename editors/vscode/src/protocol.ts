@@ -23,6 +23,7 @@ export const COMMANDS = [
   'slipway.discard',
   'slipway.runs',
   'slipway.log',
+  'slipway.trust',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -346,6 +347,21 @@ export interface DiffFile {
   committed: boolean;
   /** Changed in the working tree (staged, unstaged or untracked). */
   uncommitted: boolean;
+  /** Set when the file makes programs run on the host once it is in a checkout. */
+  sensitive?: Sensitivity | null;
+}
+
+/** Why a file runs programs on the host (`slipway.toml`, git hooks, editor and shell config). */
+export interface Sensitivity {
+  /** `repositoryConfig`, `gitHooks`, `editorConfig` or `shellEnvironment`. */
+  kind: string;
+  why: string;
+}
+
+/** A file that runs programs which a run's commits or a land changed. */
+export interface SensitiveChange extends Sensitivity {
+  path: string;
+  status: 'added' | 'modified' | 'deleted';
 }
 
 export interface DiffResult {
@@ -367,6 +383,33 @@ export interface LandResult {
   into: string;
   commit: string;
   kind: string;
+  /** Files the land changed that run programs on the host (§5.16). */
+  sensitiveChanges?: SensitiveChange[];
+}
+
+/** A repository file that runs programs, as `untrustedConfig` and `slipway.trust` name it (§5.16). */
+export interface TrustFile {
+  path: string;
+  role: 'repositoryConfig' | 'promptTemplate';
+  /** Git's blob id of its content; null when the file is gone. */
+  hash: string | null;
+  /** What was approved at this place before. */
+  trustedHash: string | null;
+  commands: { source: string; command: string }[];
+  settings: { key: string; value: string }[];
+  symlinkTo?: string;
+}
+
+/** `slipway.trust`: approve these files in the content shown (`hash`), or one gone (`removed`). */
+export interface TrustArgs {
+  root?: string;
+  files?: { path: string; hash?: string; removed?: boolean }[];
+  dryRun?: boolean;
+}
+
+export interface TrustResult {
+  trusted: TrustFile[];
+  dryRun: boolean;
 }
 
 export type DiscardResult = CloseResult;
@@ -467,6 +510,8 @@ export interface RunFinished {
   usage: { inputTokens: number; outputTokens: number } | null;
   /** What the check after the run found and moved away (when the sidecar sends it). */
   quarantined?: QuarantineFinding[];
+  /** Files the run's commits change that run programs on the host (§5.16). */
+  sensitiveChanges?: SensitiveChange[];
 }
 
 /** `slipway/log` params: text appended to a followed run's log. */
@@ -513,6 +558,8 @@ export interface ErrorData {
   root?: string;
   branch?: string;
   holder?: { pid: number; branch: string; time: number };
+  /** `untrustedConfig`: each file as the user would approve it now. */
+  files?: TrustFile[];
 }
 
 /** The kinds whose `data.choices` feed the picker-and-retry of the `ask` flow (§8). */
@@ -577,6 +624,11 @@ export function toSlipwayError(error: unknown): SlipwayError | undefined {
     if (typeof raw.branch === 'string') {
       data.branch = raw.branch;
     }
+    if (Array.isArray(raw.files)) {
+      data.files = raw.files.filter(
+        (f): f is TrustFile & Record<string, unknown> => isRecord(f) && typeof f.path === 'string' && (typeof f.hash === 'string' || f.hash === null),
+      );
+    }
     const holder = raw.holder;
     if (isRecord(holder) && typeof holder.pid === 'number' && typeof holder.branch === 'string' && typeof holder.time === 'number') {
       data.holder = { pid: holder.pid, branch: holder.branch, time: holder.time };
@@ -617,6 +669,7 @@ export const requests = {
   discard: (args: DiscardArgs) => request<DiscardArgs, DiscardResult>('slipway.discard', args),
   runs: (args: RunsArgs) => request<RunsArgs, RunsResult>('slipway.runs', args),
   log: (args: LogArgs) => request<LogArgs, LogResult>('slipway.log', args),
+  trust: (args: TrustArgs) => request<TrustArgs, TrustResult>('slipway.trust', args),
 };
 
 /** Whatever sends `workspace/executeCommand`: a LanguageClient or a raw jsonrpc connection. */
@@ -688,6 +741,9 @@ export class SlipwayApi {
   log(args: LogArgs): Promise<LogResult> {
     return this.send(requests.log(args));
   }
+  trust(args: TrustArgs): Promise<TrustResult> {
+    return this.send(requests.trust(args));
+  }
 }
 
 /** A request the sidecar does not know (an older `slipway`): JSON-RPC "method not found" or an unknown command. */
@@ -744,5 +800,50 @@ export async function withMountSourcePicks<T>(
       return undefined;
     }
     return call(sources);
+  }
+}
+
+/** The files of an `untrustedConfig` answer, or undefined for any other error. */
+export function untrustedFiles(error: unknown): TrustFile[] | undefined {
+  const e = toSlipwayError(error);
+  return e?.kind === 'untrustedConfig' && e.data?.files !== undefined && e.data.files.length > 0 ? e.data.files : undefined;
+}
+
+/**
+ * The trust flow (§5.16): send the command; when the answer is `untrustedConfig`, let
+ * the user look at what each file would run and set (`ask` answers true for Trust),
+ * approve exactly the content shown with `slipway.trust` (a file that changed since is
+ * shown again), then send the command again. Undefined when the user said Cancel.
+ */
+export async function withTrust<T>(
+  call: () => Promise<T>,
+  ask: (files: TrustFile[]) => Promise<boolean>,
+  approve: (files: TrustArgs['files']) => Promise<unknown>,
+): Promise<T | undefined> {
+  // One more round per file at most: a run can need the config and a template.
+  for (let round = 0; ; round++) {
+    try {
+      return await call();
+    } catch (error) {
+      let files = untrustedFiles(error);
+      if (files === undefined || round >= 3) {
+        throw error;
+      }
+      for (;;) {
+        if (!(await ask(files))) {
+          return undefined;
+        }
+        try {
+          await approve(files.map((f) => (f.hash === null ? { path: f.path, removed: true } : { path: f.path, hash: f.hash })));
+          break;
+        } catch (trustError) {
+          // It changed after it was shown: show it as it is now.
+          files = untrustedFiles(trustError);
+          if (files === undefined) {
+            throw trustError;
+          }
+        }
+      }
+    }
   }
 }

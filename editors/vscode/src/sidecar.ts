@@ -25,6 +25,7 @@ import {
   STATUS_NOTIFICATION,
   SlipwayApi,
   type StatusNotification, readVocabularies, type Vocabularies } from './protocol';
+import { userSetting } from './settings';
 
 function isExecutable(file: string): boolean {
   try {
@@ -135,7 +136,7 @@ export class Sidecar implements vscode.Disposable {
 
   /** Starts the sidecar; false (after telling the user what to do) when it cannot. */
   async start(): Promise<boolean> {
-    const setting = vscode.workspace.getConfiguration('slipway').get<string>('path', 'slipway');
+    const setting = userSetting('path', 'slipway');
     const binary = resolveBinary(setting, process.env.PATH, isExecutable);
     if (binary === undefined) {
       void this.reportMissing(setting);

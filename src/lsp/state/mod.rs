@@ -58,6 +58,10 @@ pub struct Snapshot {
     root: PathBuf,
     common_dir: PathBuf,
     worktrees: Vec<WorktreeStatus>,
+    /// Each worktree's path with symlinks resolved, worked out once per
+    /// refresh so a status request is answered without a system call.
+    #[serde(skip)]
+    canonical_paths: Vec<PathBuf>,
     runs: Vec<RunSummary>,
     running: usize,
     dirty_preserved: usize,
@@ -90,6 +94,20 @@ struct Repo {
     /// Finished runs this sidecar has told its client about, or that ended
     /// before it started and were heard by another (each sidecar keeps its own).
     heard: HashSet<RunId>,
+}
+
+impl Repo {
+    /// A repository not refreshed yet.
+    fn new(common_dir: &Path, root: PathBuf) -> Repo {
+        Repo {
+            root,
+            snapshot: None,
+            follows: HashMap::new(),
+            statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(common_dir))),
+            presence: Arc::new(std::sync::Mutex::new(None)),
+            heard: HashSet::new(),
+        }
+    }
 }
 
 /// The sidecar's state.
@@ -156,14 +174,21 @@ impl State {
     /// Registers a repository by its common dir and root (idempotent).
     pub async fn register(&self, common_dir: PathBuf, root: PathBuf) {
         let mut repos = self.repos.lock().await;
-        repos.entry(common_dir.clone()).or_insert_with(|| Repo {
-            root,
-            snapshot: None,
-            follows: HashMap::new(),
-            statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(&common_dir))),
-            presence: Arc::new(std::sync::Mutex::new(None)),
-            heard: HashSet::new(),
-        });
+        repos
+            .entry(common_dir.clone())
+            .or_insert_with(|| Repo::new(&common_dir, root));
+    }
+
+    /// The watched status cache of `host`'s repository, registering it when
+    /// new; for blocking threads only (it waits for the state's lock).
+    pub fn cache_blocking(&self, host: &HostRepo) -> Arc<std::sync::Mutex<StatusCache>> {
+        let common_dir = host.common_dir().to_path_buf();
+        let mut repos = self.repos.blocking_lock();
+        repos
+            .entry(common_dir.clone())
+            .or_insert_with(|| Repo::new(&common_dir, host.root().to_path_buf()))
+            .statuses
+            .clone()
     }
 
     /// What the blocking refresh of a registered repository needs.
@@ -311,7 +336,9 @@ impl State {
             if let Some(w) = snapshot
                 .worktrees
                 .iter()
-                .find(|w| path.starts_with(canonical(&w.path)))
+                .zip(&snapshot.canonical_paths)
+                .find(|(_, at)| path.starts_with(at))
+                .map(|(w, _)| w)
             {
                 return Some(json!({
                     "inWorktree": true,

@@ -144,6 +144,7 @@ pub(super) fn compute(
             root: host.root().to_path_buf(),
             common_dir: host.common_dir().to_path_buf(),
             running: running.len(),
+            canonical_paths: worktrees.iter().map(|w| canonical(&w.path)).collect(),
             worktrees,
             runs,
             dirty_preserved,

@@ -7,12 +7,16 @@
 //! pack files itself (read-only parsing, libgit2 for anything unusual), because
 //! it must answer for thousands of branches faster than `git for-each-ref`.
 
+pub mod attributes;
+pub mod branch_config;
 pub mod branches;
 pub mod bundle;
+pub mod checkout;
 pub mod clone;
 pub mod config_text;
 pub mod fsck;
 pub mod import;
+pub mod index_file;
 pub mod merge;
 pub mod pack_commits;
 pub mod pack_out;

@@ -224,11 +224,14 @@ fn load_workspace(input: &WorkspaceInput) -> Result<(WorkspacePlan, RunDefaults)
     }
 }
 
-/// The repository's `slipway.toml` run defaults (none when it has no file).
+/// The repository's `slipway.toml` run defaults (none when it has no file),
+/// when the user trusted its content (see [`crate::trust`]).
 pub fn repository_defaults(host: &HostRepo) -> Result<RunDefaults, PlanError> {
-    Ok(Workspace::load_repo_defaults(host.root())?
-        .map(|ws| ws.defaults)
-        .unwrap_or_default())
+    let store = crate::trust::TrustStore::from_env();
+    Ok(crate::trust::repository_defaults(
+        host.root(),
+        store.as_ref(),
+    )?)
 }
 
 /// Turns a run request from any edge into a checked plan; `cwd` is where
@@ -458,7 +461,15 @@ fn timeouts(input: &TimeoutInput) -> Timeouts {
 /// the prompt and its arguments, the agent, iterations and completion signals.
 /// [`plan_run`] ends with them; `run` starts with them.
 pub fn check(host: &HostRepo, request: &RunRequest) -> Result<Checked, PlanError> {
-    let prompt = Prompt::load(&request.prompt, host.root())?;
+    let prompt = match &request.prompt {
+        PromptSource::Inline(text) => Prompt::literal(text),
+        // A template's commands run where the agent does: on the host with no sandbox.
+        PromptSource::File(path) => crate::trust::prompt_template(
+            &host.root().join(path),
+            request.sandbox == SandboxSpec::None,
+            crate::trust::TrustStore::from_env().as_ref(),
+        )?,
+    };
     if matches!(request.prompt, PromptSource::Inline(_)) && !request.prompt_args.is_empty() {
         return Err(PromptError::ArgsWithInline.into());
     }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::{NoSuchWorktree, find_record};
 use crate::error::{ErrorKind, Failure, Hint};
 use crate::git::HostRepo;
+use crate::review::sensitive::{Classifier, Sensitivity};
 
 /// A text larger than this is not sent whole (the editor shows a diff, not a dump).
 const TEXT_LIMIT: u64 = 8 << 20;
@@ -52,6 +53,10 @@ pub struct FileChange {
     pub committed: bool,
     /// Some of the change is not committed yet.
     pub uncommitted: bool,
+    /// Set when the file makes programs run on the host once it is in a
+    /// checkout (`slipway.toml`, git hooks, editor and shell config).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<Sensitivity>,
 }
 
 /// A worktree's whole change against its base.
@@ -221,6 +226,7 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
     let uncommitted =
         touched(&repo.diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut opts))?);
     let diff = combined(repo, &base_tree)?;
+    let classifier = Classifier::for_repo(host.git());
     let mut files = Vec::new();
     for (i, delta) in diff.deltas().enumerate() {
         let status = match delta.status() {
@@ -254,7 +260,11 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         let either = |set: &HashSet<String>| {
             set.contains(&path) || old_path.as_ref().is_some_and(|o| set.contains(o))
         };
+        let sensitive = classifier
+            .classify(&path)
+            .or_else(|| old_path.as_deref().and_then(|o| classifier.classify(o)));
         files.push(FileChange {
+            sensitive,
             committed: either(&committed),
             uncommitted: either(&uncommitted),
             path,

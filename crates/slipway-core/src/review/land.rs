@@ -17,6 +17,7 @@ use crate::error::{ErrorKind, Failure, Field, Hint};
 use crate::git::HostRepo;
 use crate::git::merge::{self, Deadline, MergeError, MergePlan, Merged};
 use crate::git::worktrees;
+use crate::review::sensitive::{SensitiveChange, sensitive_changes};
 use crate::worktree::lock::LockError;
 use crate::worktree::record::RecordError;
 use crate::worktree::{WorktreeStrategy, lock_branch};
@@ -102,6 +103,9 @@ pub struct Landed {
     /// Whether the host checkout's files and index were updated (`into` is
     /// its current branch) or only the ref moved.
     pub checkout_updated: bool,
+    /// Files the land changed in `into` that make programs run on the host
+    /// (`slipway.toml`, git hooks, editor and shell config).
+    pub sensitive_changes: Vec<SensitiveChange>,
 }
 
 /// Why nothing was landed. In every case the host is exactly as before.
@@ -297,6 +301,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         kind,
         branch: branch.clone(),
         checkout_updated,
+        sensitive_changes: Vec::new(),
     };
     let made = if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
         None
@@ -319,7 +324,15 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     let plan = merge::checked(repo, plan, &deadline)?;
     merge::apply_journaled(host, &plan)?;
     remember_landed(host, &mut record, theirs)?;
-    Ok(landed(new, kind, checkout))
+    let changed = sensitive_changes(
+        repo,
+        Some(repo.find_commit(ours)?.tree_id()),
+        repo.find_commit(new)?.tree_id(),
+    )?;
+    Ok(Landed {
+        sensitive_changes: changed,
+        ..landed(new, kind, checkout)
+    })
 }
 
 /// Notes in the record that the branch's work up to `tip` is home.

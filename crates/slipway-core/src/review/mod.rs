@@ -5,6 +5,7 @@
 pub mod diff;
 pub mod discard;
 pub mod land;
+pub mod sensitive;
 
 use serde_json::{Map, Value, json};
 

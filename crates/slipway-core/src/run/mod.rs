@@ -137,14 +137,55 @@ pub fn new_run_id() -> RunId {
     RunId::new()
 }
 
+/// The most of an agent's output a run log keeps by default (`SLIPWAY_LOG_LIMIT`
+/// sets another number of bytes); slipway's own lines are always written.
+pub const LOG_LIMIT: u64 = 64 << 20;
+
 struct RunLog {
     file: Option<std::fs::File>,
+    /// Bytes of agent output written so far, and the most that is kept.
+    written: u64,
+    limit: u64,
 }
 
 impl RunLog {
+    fn new(file: Option<std::fs::File>) -> RunLog {
+        let limit = std::env::var("SLIPWAY_LOG_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(LOG_LIMIT);
+        RunLog {
+            file,
+            written: 0,
+            limit,
+        }
+    }
+
+    /// One of slipway's own lines.
     fn line(&mut self, text: &str) {
-        if let Some(f) = &mut self.file {
-            let _ = writeln!(f, "{text}");
+        if let Some(f) = &mut self.file
+            && let Err(e) = writeln!(f, "{text}")
+        {
+            // The log is for people; the run goes on without it.
+            tracing::warn!("cannot write the run log: {e}");
+            self.file = None;
+        }
+    }
+
+    /// A line of the agent's output, until the log holds `limit` bytes of
+    /// it; then one line says where it was cut, and the rest is not kept.
+    fn output(&mut self, text: &str) {
+        if self.written >= self.limit {
+            return;
+        }
+        self.written = self.written.saturating_add(text.len() as u64 + 1);
+        if self.written < self.limit {
+            self.line(text);
+        } else {
+            self.line(&format!(
+                "[slipway] the log reached its limit of {} bytes of agent output here; the rest is not kept (the run goes on)",
+                self.limit
+            ));
         }
     }
 }
@@ -199,9 +240,16 @@ impl Ctx<'_> {
     }
 
     /// Puts what the import of the run's branch did into the result: its
-    /// commits, and a warning when they went to a side branch.
-    fn record_import(&mut self, imported: Option<Imported>) {
+    /// commits, the program-running files they change, and a warning when
+    /// they went to a side branch.
+    fn record_import(&mut self, host: &HostRepo, imported: Option<Imported>) {
         if let Some(imported) = &imported {
+            match crate::review::sensitive::of_commits(host.git(), &imported.commits) {
+                Ok(found) => self.result.sensitive_changes = found,
+                Err(e) => self.result.warnings.push(format!(
+                    "could not check the run's commits for files that run programs: {e}"
+                )),
+            }
             self.result.commits = imported
                 .commits
                 .iter()
@@ -320,7 +368,7 @@ async fn run_recorded(
                 .ok()
         });
     let mut ctx = Ctx {
-        log: RunLog { file },
+        log: RunLog::new(file),
         event_log: EventLog::open(&host.slipway_dir(), &run_id),
         events: &events,
         control: control.clone(),
@@ -343,7 +391,9 @@ async fn run_recorded(
             merge: None,
             merged_into: None,
             refs_ignored: Vec::new(),
+            kept_refs: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
@@ -477,7 +527,14 @@ async fn run_recorded(
                 }
                 ctx.result.warnings.extend(report.warnings);
                 ctx.result.refs_ignored = report.refs_ignored;
-                ctx.record_import(report.imported);
+                for kept in &report.kept {
+                    ctx.log.line(&format!(
+                        "[slipway] kept: the agent's work on {} is on {} ({})",
+                        kept.from, kept.name, kept.commit
+                    ));
+                }
+                ctx.result.kept_refs = report.kept;
+                ctx.record_import(host, report.imported);
             }
             Err(e) => import_error = Some(RunError::from(e)),
         }

@@ -135,7 +135,7 @@ pub fn close_locked(
     )
     .map_err(|e| CloseError::Io(e.to_string()))?;
     if let Some(dir) = verified {
-        recover::move_to_trash(host, dir.path()).map_err(|e| CloseError::Io(e.to_string()))?;
+        trash::move_in(host, dir.path()).map_err(|e| CloseError::Io(e.to_string()))?;
         crate::testhook::point("close");
     }
     if registered {
@@ -155,9 +155,8 @@ pub fn close_locked(
     journal
         .finish()
         .map_err(|e| CloseError::Io(e.to_string()))?;
-    for problem in recover::empty_trash(host) {
-        tracing::warn!("{problem}");
-    }
+    // The files go in a detached process: the close is done.
+    trash::empty_later(&slipway_dir);
     Ok(CloseOutcome::Removed {
         id: record.id,
         path: record.path,

@@ -213,7 +213,10 @@ fn make(
     {
         let _admin = AdminLock::acquire(&locks_dir(host))
             .map_err(|e| CreateError::Io(format!("cannot take the worktree lock: {e}")))?;
-        worktrees::add(repo, &record.id, &record.path, &record.branch)?;
+        worktrees::add(repo, &record.id, &record.path, &record.branch).map_err(|e| match e {
+            worktrees::AddError::Git(e) => CreateError::Git(e),
+            worktrees::AddError::Io(e) => CreateError::Io(e.to_string()),
+        })?;
     }
     crate::testhook::point("create");
     let copied =
@@ -222,7 +225,7 @@ fn make(
             worktree_path: record.path.clone(),
         })?;
     record.creating_pid = None;
-    record.save(&slipway_dir)?;
+    record.save_unsynced(&slipway_dir)?;
     Ok(copied)
 }
 

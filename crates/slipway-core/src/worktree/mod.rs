@@ -10,6 +10,7 @@ pub mod record;
 mod recover;
 pub mod removal;
 mod status;
+pub mod trash;
 
 pub use close::{close, close_locked};
 pub use create::{create, create_locked};

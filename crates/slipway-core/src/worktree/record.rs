@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::util::write_atomic;
+use crate::util::write_replacing;
 
 /// Where a worktree's agent commits land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,10 +126,23 @@ fn record_path(slipway_dir: &Path, id: &str) -> PathBuf {
 impl WorktreeRecord {
     /// Writes the record atomically.
     pub fn save(&self, slipway_dir: &Path) -> Result<(), RecordError> {
+        self.write(slipway_dir, true)
+    }
+
+    fn write(&self, slipway_dir: &Path, durable: bool) -> Result<(), RecordError> {
         let path = record_path(slipway_dir, &self.id);
         let mut text = serde_json::to_vec_pretty(self).expect("a record always serialises");
         text.push(b'\n');
-        write_atomic(&path, &text).map_err(|source| RecordError::Io { path, source })
+        write_replacing(&path, &text, durable).map_err(|source| RecordError::Io { path, source })
+    }
+
+    /// Replaces the record atomically without waiting for the disk: for the
+    /// last step of a create, whose files are not synced either (as git
+    /// syncs none), so that the create does not wait for all of them to reach
+    /// the disk. A power cut may lose the step as a whole; the create's
+    /// journal, synced before anything was made, then undoes the create.
+    pub fn save_unsynced(&self, slipway_dir: &Path) -> Result<(), RecordError> {
+        self.write(slipway_dir, false)
     }
 
     /// Removes the record (a missing one is not an error).

@@ -24,6 +24,7 @@ local M = {}
 ---@field merge? { kind: 'fastForward'|'merged'|'upToDate', from?: string, to?: string, commit?: string, into?: string }
 ---@field quarantined? { path: string, finding: string, detail?: string, movedTo?: string }[]
 ---@field warnings? string[]
+---@field sensitiveChanges? { path: string, status: string, kind: string, why: string }[]
 
 --- Every `slipway/runFinished` received, newest last.
 ---@type slipway.RunFinished[]
@@ -208,6 +209,7 @@ function M.summary(p)
   if str(p.keptBranch) then
     lines[#lines + 1] = p.keptBranch
   end
+  vim.list_extend(lines, require('slipway.trust').sensitive_lines(p.sensitiveChanges))
   for _, w in ipairs(type(p.warnings) == 'table' and p.warnings or {}) do
     lines[#lines + 1] = 'warning: ' .. tostring(w)
   end
