@@ -10,9 +10,7 @@
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use common::*;
 use serde_json::Value;
@@ -42,21 +40,6 @@ fn fixture(env: &TestEnv) -> PathBuf {
     }
     std::fs::write(repo.join("notes.txt"), "the user's own notes\n").expect("notes");
     repo
-}
-
-/// Runs slipway with a crash point; whether it was killed.
-/// It runs in a process group of its own, as a command started from a
-/// terminal would: a `:group` crash kills that group (never the test's).
-fn crashing(env: &TestEnv, repo: &Path, crash: &str, args: &[&str]) -> (bool, Output) {
-    use std::os::unix::process::CommandExt;
-    let out = env
-        .slipway_cmd(repo)
-        .env("SLIPWAY_TEST_CRASH", crash)
-        .args(args)
-        .process_group(0)
-        .output()
-        .expect("slipway runs");
-    (out.status.signal() == Some(libc::SIGKILL), out)
 }
 
 fn reachable(env: &TestEnv, repo: &Path) -> BTreeSet<String> {
@@ -158,8 +141,7 @@ fn a_create_killed_at_any_point_is_undone_and_the_next_create_is_whole() {
     let mut points = 0;
     for n in 1.. {
         let group = if n % 2 == 0 { ":group" } else { "" };
-        let (killed, out) = crashing(
-            &env,
+        let (killed, out) = env.crashing(
             &repo,
             &format!("create:{n}{group}"),
             &["--json", "worktree", "create", "--branch", "crash/create"],
@@ -219,8 +201,7 @@ fn a_merge_killed_at_sampled_points_from_first_to_last_write_leaves_the_host_exa
     let index_before = env.git(&repo, &["ls-files", "-s"]);
     let before = reachable(&env, &repo);
     // The first run makes the commit; its merge is killed at once.
-    let (killed, out) = crashing(
-        &env,
+    let (killed, out) = env.crashing(
         &repo,
         "hostwrite:1",
         &[
@@ -247,8 +228,7 @@ fn a_merge_killed_at_sampled_points_from_first_to_last_write_leaves_the_host_exa
             && host_files(&repo) == host_before
             && env.git(&repo, &["ls-files", "-s"]) == index_before;
         assert!(exactly_before, "merge crash: the host is half merged");
-        let (killed, out) = crashing(
-            &env,
+        let (killed, out) = env.crashing(
             &repo,
             &format!("hostwrite:{n}"),
             &["--json", "run", "--worktree", &id, "--", "true"],
@@ -290,8 +270,7 @@ fn a_deletion_killed_half_way_is_finished_by_the_next_command() {
     // The close hands the files to a detached deletion, which dies (the
     // crash setting reaches it) before it deletes anything: the close has
     // already answered, and the folder is gone from where it was.
-    let (killed, out) = crashing(
-        &env,
+    let (killed, out) = env.crashing(
         &repo,
         "trash:1",
         &["--json", "worktree", "close", "crash/trash"],
@@ -332,8 +311,7 @@ fn a_close_killed_at_any_point_is_finished() {
     for n in 1.. {
         let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "crash/close"]);
         let path = PathBuf::from(s(&created, "path"));
-        let (killed, _) = crashing(
-            &env,
+        let (killed, _) = env.crashing(
             &repo,
             &format!("close:{n}"),
             &["--json", "worktree", "close", "crash/close"],
@@ -373,8 +351,7 @@ fn an_import_killed_at_any_point_is_finished_by_the_next_command() {
     let mut points = 0;
     for n in 1.. {
         let branch = format!("crash/import-{n}");
-        let (killed, out) = crashing(
-            &env,
+        let (killed, out) = env.crashing(
             &repo,
             &format!("import:{n}"),
             &[

@@ -271,6 +271,22 @@ impl TestEnv {
         (out.status.success(), result, log)
     }
 
+    /// Runs `slipway ARGS` in `dir` with the crash point `crash`
+    /// (`SLIPWAY_TEST_CRASH`), in a process group of its own as a command
+    /// started from a terminal would be (a `:group` crash kills that group,
+    /// never the test's); whether it was killed, and its output.
+    pub fn crashing(&self, dir: &Path, crash: &str, args: &[&str]) -> (bool, Output) {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let out = self
+            .slipway_cmd(dir)
+            .env("SLIPWAY_TEST_CRASH", crash)
+            .args(args)
+            .process_group(0)
+            .output()
+            .expect("slipway runs");
+        (out.status.signal() == Some(libc::SIGKILL), out)
+    }
+
     /// `git status --porcelain` of `dir`, as git itself reports it.
     pub fn porcelain(&self, dir: &Path) -> String {
         self.git(dir, &["status", "--porcelain", "--untracked-files=all"])

@@ -50,6 +50,17 @@ pub enum Operation {
     },
     /// A worktree being removed (it was checked clean, or forced).
     Close { id: String, branch: String },
+    /// A worktree and its branch being discarded (the checks passed, or
+    /// forced): recovery finishes both, the branch only while it is still
+    /// at `tip`.
+    Discard {
+        id: String,
+        branch: String,
+        tip: Option<String>,
+        /// What names the branch deletion's lock.
+        #[serde(default)]
+        token: String,
+    },
     /// A run working in a private git dir, from before its agent starts
     /// until its branch is imported: a run that dies leaves its work there,
     /// and recovery imports it (once nothing of the run holds `lock_branch`).
@@ -135,6 +146,21 @@ impl Operation {
             }
             Operation::Close { id, branch } => {
                 validate_branch_name(branch).map_err(|e| e.to_string())?;
+                worktree_of(id, branch)
+            }
+            Operation::Discard {
+                id,
+                branch,
+                tip,
+                token,
+            } => {
+                validate_branch_name(branch).map_err(|e| e.to_string())?;
+                if !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!("'{token}' is not a token slipway makes"));
+                }
+                if let Some(tip) = tip {
+                    oid(tip)?;
+                }
                 worktree_of(id, branch)
             }
             Operation::Import {

@@ -52,7 +52,7 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
                 writes,
                 made,
             ),
-            Operation::Create { .. } | Operation::Close { .. } => {
+            Operation::Create { .. } | Operation::Close { .. } | Operation::Discard { .. } => {
                 crate::worktree::recover(host, &entry.op)
             }
             Operation::Import { .. } => recover_import(host, &entry.op),
@@ -180,6 +180,8 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
     let lock = crate::worktree::lock_branch(host, lock_branch).map_err(|e| {
         format!("the work of run {run_id} is imported once nothing of it runs any more: {e}")
     })?;
+    // Locks and scratch files the run's import held when it died go first.
+    let settled = crate::git::host_write::settle_token(host.common_dir(), run_id);
     let start = start.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
     let dir = PrivateGitDir::open(private_dir, refname);
     let tip = match dir.tip() {
@@ -187,7 +189,7 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
         Err(_) if !private_dir.exists() => None,
         Err(e) => return Err(e.to_string()),
     };
-    let mut note = None;
+    let mut note = (!settled.is_empty()).then(|| settled.join("; "));
     if let Some(tip) = tip.filter(|t| Some(*t) != start) {
         let request = ImportRequest {
             refname,
@@ -218,6 +220,7 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
                 start,
                 tip,
                 Some(private_dir),
+                run_id,
                 &mut warnings,
             );
         }

@@ -118,6 +118,21 @@ pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutc
         });
     }
     let branch = record.branch.clone();
+    let token = crate::git::host_write::new_token();
+    // Journaled before anything goes: a discard killed half way (worktree
+    // gone, branch not yet) is finished by the next command.
+    let journal = crate::journal::Journal::begin(
+        &host.slipway_dir(),
+        &format!("discard-{}", record.id),
+        &crate::journal::Operation::Discard {
+            id: record.id.clone(),
+            branch: branch.clone(),
+            tip: tip.map(|t| t.to_string()),
+            token: token.clone(),
+        },
+    )
+    .map_err(|e| DiscardError::Close(CloseError::Io(e.to_string())))?;
+    crate::testhook::point("discard");
     let outcome = close_locked(host, record, force, &lock)?;
     let CloseOutcome::Removed {
         id,
@@ -129,14 +144,15 @@ pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutc
     else {
         return Ok(outcome);
     };
-    let deleted = match repo.find_reference(&full) {
-        Ok(mut reference) => {
-            reference.delete()?;
-            true
-        }
-        // Close deleted a merged temporary branch already.
-        Err(_) => branch_deleted,
+    crate::testhook::point("discard");
+    let deleted = match delete_branch_at(host, &full, tip, &token) {
+        Ok(deleted) => deleted || branch_deleted,
+        Err(e) => return Err(DiscardError::Git(git2::Error::from_str(&e))),
     };
+    crate::testhook::point("discard");
+    if let Err(e) = journal.finish() {
+        tracing::warn!("{e}");
+    }
     Ok(CloseOutcome::Removed {
         id,
         path,
@@ -150,6 +166,34 @@ pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutc
         }),
         branch,
     })
+}
+
+/// Deletes `full` (a branch) while it is still at `tip`, under a lock the
+/// next command can tell is slipway's; whether it deleted it.
+pub fn delete_branch_at(
+    host: &HostRepo,
+    full: &str,
+    tip: Option<Oid>,
+    token: &str,
+) -> Result<bool, String> {
+    let Some(tip) = tip else {
+        return Ok(false);
+    };
+    match crate::git::host_write::update_ref(
+        host.git(),
+        host.common_dir(),
+        token,
+        full,
+        Some(tip),
+        None,
+        "slipway: discard",
+    ) {
+        Ok(()) => Ok(true),
+        // Gone already (close deleted a merged temporary branch), or moved
+        // by the user since: theirs.
+        Err(crate::git::host_write::RefError::Moved { .. }) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// How many commits of `tip` no ref but `own` (and no landed tip) holds.

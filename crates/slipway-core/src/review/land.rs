@@ -317,7 +317,10 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         target: format!("refs/heads/{into}"),
         ours,
         new,
-        fast_forward: kind == LandKind::FastForward,
+        // A rebase moves the target forward to the replayed commits, as
+        // `git merge --ff-only` after `git rebase` would: only the paths it
+        // touches need be clean, as for a fast-forward.
+        fast_forward: matches!(kind, LandKind::FastForward | LandKind::Rebase),
         paths: Vec::new(),
         checkout,
         writes: Vec::new(),

@@ -478,6 +478,7 @@ impl RunGit {
                 self.start,
                 tip,
                 Some(self.dir.path()),
+                run_id,
                 &mut report.warnings,
             );
             crate::testhook::point("import");
@@ -523,6 +524,7 @@ pub fn update_checkout_index(
     start: Option<Oid>,
     tip: Oid,
     private_dir: Option<&Path>,
+    token: &str,
     warnings: &mut Vec<String>,
 ) {
     let updated = Repository::open(checkout).and_then(|repo| {
@@ -544,7 +546,7 @@ pub fn update_checkout_index(
                     == Some(crate::nofollow::Kind::File)
             })
             .map(|d| d.join("index"));
-        import::update_index(&repo, start, tip, private_index.as_deref()).map(Some)
+        import::update_index(&repo, start, tip, private_index.as_deref(), token).map(Some)
     });
     match updated {
         Ok(Some(_)) => {}
