@@ -528,3 +528,36 @@ fn a_docker_workspace_launched_from_the_sidecar_runs_in_a_container() {
         .git(&f.a, &["show", &format!("{}:where.txt", shas[0])]);
     assert_eq!(shown, "in-a-container");
 }
+
+#[test]
+fn mounts_keep_origin_without_its_credentials() {
+    require_docker_image();
+    let f = fixture();
+    for repo in [&f.a, &f.b] {
+        f.env.git(
+            repo,
+            &["remote", "set-url", "origin", "https://agent-user:s3cret-token@example.invalid/up.git"],
+        );
+    }
+    let script = "set -e\n\
+        echo \"a origin $(git remote get-url origin)\"\n\
+        echo \"b origin $(git -C /work/b remote get-url origin)\"\n";
+    let out = run_request(
+        &f,
+        &request(
+            plan(&f),
+            json!({"type": "docker", "image": IMAGE, "network": "none"}),
+            script,
+        ),
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(out.status.success(), "{result}\n{log}");
+    for mount in ["a", "b"] {
+        assert!(
+            log.contains(&format!("{mount} origin https://example.invalid/up.git")),
+            "{mount} keeps origin, without user and token:\n{log}"
+        );
+    }
+    assert!(!log.contains("s3cret"), "a credential reached the agent:\n{log}");
+}

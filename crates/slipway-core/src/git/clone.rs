@@ -23,11 +23,11 @@ pub fn create(host: &Repository, dir: &Path, base: Oid, branch: &str) -> Result<
     let mut checkout = CheckoutBuilder::new();
     checkout.force();
     clone.checkout_head(Some(&mut checkout))?;
-    if let Ok(origin) = host.find_remote("origin")
-        && let Ok(url) = origin.url()
+    if let Some(url) = super::origin_url_without_credentials(host)
+        && let Err(e) = clone.remote("origin", &url)
     {
         // A clone without a remote still works; the agent just cannot fetch.
-        let _ = clone.remote("origin", &strip_credentials(url));
+        tracing::warn!("the clone gets no origin: {e}");
     }
     Ok(())
 }
@@ -83,20 +83,9 @@ pub fn bring_back(
 }
 
 /// A remote URL without `user:password@`, so no credential reaches a sandbox.
-fn strip_credentials(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://{host}{path}"),
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::strip_credentials;
+    use crate::git::strip_credentials;
 
     #[test]
     fn credentials_never_reach_the_clone() {
@@ -112,6 +101,10 @@ mod tests {
         assert_eq!(
             strip_credentials("ssh://git@example.com/r.git"),
             "ssh://example.com/r.git"
+        );
+        assert_eq!(
+            strip_credentials("https://x:y@a@example.com/r"),
+            "https://example.com/r"
         );
     }
 }

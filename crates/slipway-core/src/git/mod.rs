@@ -190,6 +190,32 @@ impl HostRepo {
     }
 }
 
+/// A remote URL with any user, password or token taken out of it.
+pub fn strip_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://{host}{path}"),
+        None => url.to_owned(),
+    }
+}
+
+/// The host's `origin` URL without credentials, for a private git dir or a
+/// clone: only URLs a plain transport serves (https, http, ssh, git, a
+/// path, or `host:path`), never one that names a program (`ext::`), and
+/// nothing with control characters.
+pub fn origin_url_without_credentials(host: &Repository) -> Option<String> {
+    let remote = host.find_remote("origin").ok()?;
+    let url = strip_credentials(remote.url().ok()?);
+    let plain_scheme = match url.split_once("://") {
+        Some((scheme, _)) => matches!(scheme, "https" | "http" | "ssh" | "git" | "file"),
+        None => !url.contains("::"),
+    };
+    (plain_scheme && !url.chars().any(char::is_control)).then_some(url)
+}
+
 /// What a folder is to git, read without changing anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Folder {

@@ -389,8 +389,9 @@ fn host_refs(host: &Repository) -> Result<BTreeMap<String, RefValue>, git2::Erro
     Ok(out)
 }
 
-/// The private `config`: the format version and the host's object format
-/// alone. No key that names a program, no `core.worktree`, no includes.
+/// The private `config`: the format version, the host's object format and
+/// its `origin` without credentials (so the agent can fetch a public
+/// upstream). No key that names a program, no `core.worktree`, no includes.
 fn config_text(host: &Repository) -> Result<Vec<u8>, git2::Error> {
     let format = host
         .config()?
@@ -403,6 +404,12 @@ fn config_text(host: &Repository) -> Result<Vec<u8>, git2::Error> {
             "\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {f}\n"
         )),
         None => text.push_str("\trepositoryformatversion = 0\n"),
+    }
+    if let Some(url) = super::origin_url_without_credentials(host) {
+        let quoted = url.replace('\\', "\\\\").replace('"', "\\\"");
+        text.push_str(&format!(
+            "[remote \"origin\"]\n\turl = \"{quoted}\"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        ));
     }
     Ok(text.into_bytes())
 }
