@@ -197,9 +197,12 @@ pub struct CloseArgs {
     pub root: PathBuf,
     /// Id, path or branch.
     pub worktree: String,
-    /// Remove even with uncommitted changes.
+    /// Remove even when something would be lost.
     #[serde(default)]
     pub force: bool,
+    /// Change nothing: answer what would be lost (`{atRisk, actions}`).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `slipway.diff`.
@@ -374,6 +377,9 @@ pub fn failure(e: &dyn Failure) -> jsonrpc::Error {
     let mut data = report.data;
     if !report.hints.is_empty() {
         data.insert("hints".into(), json!(report.hints));
+    }
+    if !report.actions.is_empty() {
+        data.insert("actions".into(), json!(report.actions));
     }
     error(report.kind, message, Value::Object(data))
 }

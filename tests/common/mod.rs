@@ -157,12 +157,18 @@ impl TestEnv {
 
     /// Runs `slipway --json ARGS`, asserts success and parses stdout.
     pub fn slipway_json(&self, dir: &Path, args: &[&str]) -> Value {
+        self.slipway_json_code(dir, args, 0)
+    }
+
+    /// Runs `slipway --json ARGS`, asserts it exits with `code` and parses stdout.
+    pub fn slipway_json_code(&self, dir: &Path, args: &[&str], code: i32) -> Value {
         let mut full = vec!["--json"];
         full.extend_from_slice(args);
         let out = self.slipway(dir, &full);
-        assert!(
-            out.status.success(),
-            "slipway {args:?} failed:\nstdout: {}\nstderr: {}",
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "slipway {args:?} exit code:\nstdout: {}\nstderr: {}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );

@@ -367,7 +367,7 @@ pub fn delete_temp_branch_if_merged(
     Ok((
         false,
         Some(format!(
-            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; merge it with `git merge {branch}` or discard it with `git branch -D {branch}`"
+            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; review it, then land or discard it"
         )),
     ))
 }

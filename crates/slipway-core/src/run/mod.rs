@@ -258,6 +258,10 @@ pub async fn run(
         });
     }
     let mut outcome = run_recorded(host, request, run_id, control, events, &mut record).await;
+    match &mut outcome {
+        Ok(result) => result.settle_actions(),
+        Err(failure) => failure.result.settle_actions(),
+    }
     record.state = RunState::Finished;
     record.finished = Some(crate::util::now_secs());
     record.result = Some(match &outcome {
@@ -328,6 +332,7 @@ async fn run_recorded(
             warnings: Vec::new(),
             mounts: Vec::new(),
             error: None,
+            actions: Vec::new(),
         },
     };
     let fail = |mut ctx: Ctx<'_>, error: RunError| {

@@ -178,6 +178,7 @@ impl RunRecord {
                 kind: crate::error::ErrorKind::RunDied,
                 message,
             }),
+            actions: Vec::new(),
         }
     }
 

@@ -103,4 +103,20 @@ pub struct RunResult {
     pub mounts: Vec<workspace::MountResult>,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
+    /// What to do next with the work it left (a kept worktree or branch).
+    #[serde(default)]
+    pub actions: Vec<crate::actions::Action>,
+}
+
+impl RunResult {
+    /// Fills in `actions` from what the run left: a worktree or a kept
+    /// branch whose work is not home yet can be reviewed, landed or discarded.
+    pub fn settle_actions(&mut self) {
+        let left = self.preserved_worktree_path.is_some() || self.kept_branch.is_some();
+        self.actions = if left && !self.branch.is_empty() && self.mounts.is_empty() {
+            crate::actions::unlanded(&self.branch)
+        } else {
+            Vec::new()
+        };
+    }
 }
