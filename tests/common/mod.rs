@@ -191,14 +191,13 @@ impl TestEnv {
             String::from_utf8_lossy(&out.stdout)
         );
         let stdout = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let err_line = stderr
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("{\"error\""))
-            .unwrap_or_else(|| panic!("no JSON error on stderr:\n{stderr}"));
-        let err: Value = serde_json::from_str(err_line).expect("error JSON");
-        (stdout, err["error"].clone())
+        let err = json_error(&out.stderr).unwrap_or_else(|| {
+            panic!(
+                "no JSON error on stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (stdout, err)
     }
 
     /// A new repository `name` on branch `main` with one commit (README.md).
@@ -281,6 +280,15 @@ pub fn require_docker_image() {
         ok,
         "the Docker engine or the image {TEST_IMAGE} is missing: run `bash scripts/docker-setup.sh` (as root)"
     );
+}
+
+/// The `error` object of the last `{"error": …}` line `slipway --json` wrote
+/// on stderr.
+pub fn json_error(stderr: &[u8]) -> Option<Value> {
+    let stderr = String::from_utf8_lossy(stderr);
+    let line = stderr.lines().rev().find(|l| l.starts_with("{\"error\""))?;
+    let doc: Value = serde_json::from_str(line).ok()?;
+    Some(doc["error"].clone())
 }
 
 /// A string field of a JSON value.

@@ -322,11 +322,16 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    let actions = if files.iter().any(|f| f.uncommitted) {
+    // This answer is the review; what comes after it: land what is
+    // committed, or (uncommitted files stop a land) close losing them.
+    let actions: Vec<_> = if files.iter().any(|f| f.uncommitted) {
         crate::actions::uncommitted(&opened.branch)
     } else {
         crate::actions::unlanded(&opened.branch)
-    };
+    }
+    .into_iter()
+    .filter(|a| a.kind != crate::actions::ActionKind::Review)
+    .collect();
     Ok(WorktreeDiff {
         base: opened.base.to_string(),
         recorded_base: opened.recorded_base.map(|b| b.to_string()),
