@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(15);
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 15] = [
+const DESIGN_COMMANDS: [&str; 16] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -33,6 +33,7 @@ const DESIGN_COMMANDS: [&str; 15] = [
     "slipway.discard",
     "slipway.runs",
     "slipway.log",
+    "slipway.seen",
 ];
 
 fn canon(p: &Path) -> PathBuf {

@@ -28,6 +28,7 @@ mod real_agents;
 mod real_streams;
 mod review_and_land;
 mod run_cannot_write_the_host_git;
+mod run_news;
 mod runs;
 mod snapshots;
 mod source_policy;

@@ -229,7 +229,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 let request: RunRequest = serde_json::from_slice(&bytes).map_err(|e| {
                     CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
                 })?;
-                return run_cli(&host, request, cli.json);
+                return run_cli(&host, request, cli.json, true);
             }
             let dry_run = args.dry_run;
             let plan = plan_interactively(run_input(*args, cli.repo.clone())?)?;
@@ -238,7 +238,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 return Ok(ExitCode::SUCCESS);
             }
             let host = open(&Some(plan.repository.clone()))?;
-            run_cli(&host, plan.request, cli.json)
+            run_cli(&host, plan.request, cli.json, false)
         }
         Command::Lsp(args) => {
             crate::lsp::serve_stdio(args.log_file.as_deref())?;

@@ -114,12 +114,21 @@ pub(super) fn plan_interactively(mut input: RunInput) -> Result<RunPlan, CliErro
 }
 
 /// Runs with a spinner on a terminal, agent output on stderr for people, and
-/// cancellation on Ctrl-C or SIGTERM.
-pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitCode, CliError> {
+/// cancellation on Ctrl-C or SIGTERM. `detached`: a run the sidecar started,
+/// whose output goes to its log: nobody watches it, so its end is news for
+/// the editors; so is the end of any run whose terminal nobody reads.
+pub fn run_cli(
+    host: &HostRepo,
+    request: RunRequest,
+    json: bool,
+    detached: bool,
+) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let control = run::RunControl::new();
+    let mut control = run::RunControl::new();
+    control.watched =
+        !detached && (std::io::stdout().is_terminal() || std::io::stderr().is_terminal());
     let spinner = spinner(json, String::new());
     let sink_spinner = spinner.clone();
     let events: run::EventSink = Arc::new(move |event: &RunEvent| {

@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult, SandboxSpec};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 15] = [
+pub const COMMANDS: [&str; 16] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -36,6 +36,7 @@ pub const COMMANDS: [&str; 15] = [
     "slipway.discard",
     "slipway.runs",
     "slipway.log",
+    "slipway.seen",
 ];
 
 /// `{root}`.
@@ -257,6 +258,14 @@ pub enum RunLog {}
 impl Notification for RunLog {
     type Params = Value;
     const METHOD: &'static str = "slipway/log";
+}
+
+/// `slipway.seen`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeenArgs {
+    /// The runs whose end the client has shown the user.
+    pub run_ids: Vec<String>,
 }
 
 /// `slipway.status`.

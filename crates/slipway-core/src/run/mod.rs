@@ -152,6 +152,9 @@ pub struct RunControl {
     pub cancel: CancellationToken,
     /// Stop waiting for the work to come back too.
     pub abandon: CancellationToken,
+    /// A person watches the run in the terminal that started it, which shows
+    /// its result: its end is no news for the editors.
+    pub watched: bool,
 }
 
 impl RunControl {
@@ -257,18 +260,26 @@ pub async fn run(
             result: Box::new(result),
         });
     }
-    let mut outcome = run_recorded(host, request, run_id, control, events, &mut record).await;
+    let mut outcome =
+        run_recorded(host, request, run_id, control.clone(), events, &mut record).await;
     match &mut outcome {
         Ok(result) => result.settle_actions(),
         Err(failure) => failure.result.settle_actions(),
     }
     record.state = RunState::Finished;
     record.finished = Some(crate::util::now_secs());
+    record.watched = control.watched;
     record.result = Some(match &outcome {
         Ok(result) => result.clone(),
         Err(failure) => (*failure.result).clone(),
     });
-    if let Err(e) = record.save(&slipway_dir) {
+    // The news first: whoever reads the record as finished finds it too.
+    crate::testhook::point("run-end");
+    heard::ending(&slipway_dir, &record.run_id, control.watched);
+    crate::testhook::point("run-end");
+    let saved = record.save(&slipway_dir);
+    crate::testhook::point("run-end");
+    if let Err(e) = saved {
         // The run's work is where its result says; only the record of it is
         // missing, and whoever reads the record later learns it from git.
         tracing::error!("cannot write the run record: {e}");
@@ -280,7 +291,6 @@ pub async fn run(
             Err(failure) => failure.result.warnings.push(warning),
         }
     }
-    heard::ended(&slipway_dir, &record.run_id);
     outcome
 }
 
