@@ -165,12 +165,24 @@ fn a_run_answers_at_once_then_reports_progress_and_finishes_with_its_commits() {
         messages.iter().any(|m| m == "iteration 1 of 1"),
         "{messages:?}"
     );
-    for phase in ["worktreeReady", "merging"] {
+    for phase in ["worktree ready: ", "merging "] {
         assert!(
             messages.iter().any(|m| m.starts_with(phase)),
             "phase {phase} reported: {messages:?}"
         );
     }
+    // The current step changes while the agent works: its latest line.
+    assert!(
+        messages.iter().any(|m| m == "agent starting"),
+        "the agent's output as the step: {messages:?}"
+    );
+    // People's words only: no event keys, no Rust debug text.
+    assert!(
+        !messages.iter().any(|m| m.contains("agentStarted")
+            || m.contains(" { ")
+            || m.contains("worktreeReady")),
+        "{messages:?}"
+    );
     let iteration_at = progress
         .iter()
         .position(|r| r.msg["params"]["value"]["message"] == "iteration 1 of 1")

@@ -136,16 +136,22 @@ pub fn run_cli(
             return;
         }
         match (event, &sink_spinner) {
-            (RunEvent::Phase { phase, message }, Some(pb)) => {
-                pb.set_message(format!("{phase}: {message}"))
-            }
-            (RunEvent::Iteration { iteration, of }, Some(pb)) => {
-                pb.set_message(format!("iteration {iteration}/{of}"))
-            }
             (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
             (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
-            (RunEvent::Phase { phase, message }, None) => eprintln!("slipway: {phase}: {message}"),
-            (RunEvent::Iteration { .. }, None) => {}
+            // The spinner's line is the current step: the latest phase, or
+            // what the agent is doing now.
+            (other, Some(pb)) => {
+                if let Some(text) = other.describe() {
+                    pb.set_message(text);
+                }
+            }
+            (RunEvent::Phase { .. }, None) => {
+                if let Some(text) = event.describe() {
+                    eprintln!("slipway: {text}");
+                }
+            }
+            // Without a spinner the output lines above say it already.
+            (RunEvent::Iteration { .. } | RunEvent::Step { .. }, None) => {}
         }
     });
     let outcome = runtime.block_on(async {

@@ -272,7 +272,7 @@ pub fn workspaces() -> Answer {
                     .map(|m| {
                         json!({
                             "src": m.src, "dst": m.dst, "readonly": m.readonly,
-                            "isolation": format!("{:?}", m.isolation).to_lowercase(),
+                            "isolation": m.isolation.name(),
                             "source": m.policy,
                         })
                     })

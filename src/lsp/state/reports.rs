@@ -135,13 +135,14 @@ impl State {
             }
             let token = token_for(&run_id);
             for event in events {
-                let (message, percentage) = match event {
-                    RunEvent::Phase { phase, message } => (format!("{phase}: {message}"), None),
-                    RunEvent::Iteration { iteration, of } => (
-                        format!("iteration {iteration} of {of}"),
-                        Some(((iteration.saturating_sub(1)) * 100 / of.max(1)).min(100)),
-                    ),
-                    RunEvent::Output { .. } => continue,
+                let Some(message) = event.describe() else {
+                    continue;
+                };
+                let percentage = match event {
+                    RunEvent::Iteration { iteration, of } => {
+                        Some(((iteration.saturating_sub(1)) * 100 / of.max(1)).min(100))
+                    }
+                    _ => None,
                 };
                 if progress {
                     send_progress(

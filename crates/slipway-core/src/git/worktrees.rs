@@ -367,7 +367,8 @@ pub fn delete_temp_branch_if_merged(
     Ok((
         false,
         Some(format!(
-            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; review it, then land or discard it"
+            "branch '{branch}' was kept: it holds {} on no other branch; review it, then land or discard it",
+            crate::util::count(unique, "commit", "commits")
         )),
     ))
 }

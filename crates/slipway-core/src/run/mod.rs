@@ -75,7 +75,35 @@ pub enum RunEvent {
     Iteration { iteration: u32, of: u32 },
     /// A line of agent output.
     Output { line: String },
+    /// What the agent is doing now, in a line: its latest words or tool call
+    /// (the events file keeps at most a few a second).
+    Step { text: String },
 }
+
+impl RunEvent {
+    /// The event as the line a progress display shows; `None` for raw output
+    /// (a [`RunEvent::Step`] says it in people's words).
+    pub fn describe(&self) -> Option<String> {
+        match self {
+            // The key is for programs; the message says what happens, and
+            // where it does not say which step it is, a title does.
+            RunEvent::Phase { phase, message } => Some(match phase.as_str() {
+                "worktreeReady" => format!("worktree ready: {message}"),
+                "hooks" => format!("hook {message}"),
+                "promptCommand" => format!("prompt command: {message}"),
+                "session" => format!("session: {message}"),
+                _ => message.clone(),
+            }),
+            RunEvent::Iteration { iteration, of } => Some(format!("iteration {iteration} of {of}")),
+            RunEvent::Step { text } => Some(text.clone()),
+            RunEvent::Output { .. } => None,
+        }
+    }
+}
+
+/// How often at most a step reaches the events file: editors follow the
+/// run from there, and a chatty agent must not grow it by a line per word.
+const STEP_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Receives run events.
 pub type EventSink = Arc<dyn Fn(&RunEvent) + Send + Sync>;
@@ -140,6 +168,8 @@ struct Ctx<'a> {
     timeouts: Timeouts,
     /// The branch lock every process of the run holds (see [`ExecSpec::hold`]).
     hold: Option<std::os::fd::RawFd>,
+    /// When a step last went to the events file.
+    step_written: Option<std::time::Instant>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -204,10 +234,36 @@ impl Ctx<'_> {
 
     /// Sends an event to the caller and to the run's events file.
     fn emit(&mut self, event: RunEvent) {
-        if !matches!(event, RunEvent::Output { .. }) {
+        let logged = match event {
+            RunEvent::Output { .. } => false,
+            RunEvent::Step { .. } => {
+                let due = self.step_written.is_none_or(|t| t.elapsed() >= STEP_EVERY);
+                if due {
+                    self.step_written = Some(std::time::Instant::now());
+                }
+                due
+            }
+            _ => true,
+        };
+        if logged {
             self.event_log.append(&event);
         }
         (self.events)(&event);
+    }
+
+    /// What the agent is doing now.
+    fn step(&mut self, text: String) {
+        self.emit(RunEvent::Step { text });
+    }
+}
+
+/// A quarantine finding in people's words.
+fn finding_text(finding: quarantine::Finding) -> &'static str {
+    match finding {
+        quarantine::Finding::NestedGit => "a git folder or file below the checkout",
+        quarantine::Finding::EscapingSymlink => "a symlink leaving the checkout",
+        quarantine::Finding::NewGitlink => "a new submodule entry",
+        quarantine::Finding::RefusedEntry => "an entry that was not written",
     }
 }
 
@@ -320,6 +376,7 @@ async fn run_recorded(
         control: control.clone(),
         timeouts: request.timeouts,
         hold: None,
+        step_written: None,
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -498,14 +555,16 @@ async fn run_recorded(
         );
         for q in &found {
             ctx.log.line(&format!(
-                "[slipway] quarantine: {} ({:?}) {}",
-                q.path, q.finding, q.detail
+                "[slipway] quarantine: {} ({}) {}",
+                q.path,
+                finding_text(q.finding),
+                q.detail
             ));
         }
         if !found.is_empty() {
             ctx.result.warnings.push(format!(
-                "the run left {} thing(s) in {} that your git would run or follow ({} moved to {}); see `quarantined`",
-                found.len(),
+                "the run left {} in {} that your git would run or follow ({} moved to {}); see `quarantined`",
+                crate::util::count(found.len(), "thing", "things"),
                 place.cwd.display(),
                 found.iter().filter(|q| q.moved_to.is_some()).count(),
                 quarantine::folder(&host.slipway_dir(), &run_id).display()
@@ -566,7 +625,7 @@ async fn run_recorded(
         };
         match merge_into_host(host, &request) {
             Ok(merge) => {
-                ctx.log.line(&format!("[slipway] merge: {merge:?}"));
+                ctx.log.line(&format!("[slipway] merge: {merge}"));
                 ctx.result.merge = Some(merge);
                 ctx.result.merged_into =
                     into.or_else(|| crate::git::worktrees::head_branch(host.git()));

@@ -284,8 +284,13 @@ pub(super) async fn run_iteration(
                     last_output = Instant::now();
                     ctx.log.line(&line);
                     let known = ctx.result.session_id.clone();
+                    let mut step = None;
                     for event in agent.parse_line(&line) {
+                        step = event.step().or(step);
                         outcome.take(&mut ctx.result, rules, event);
+                    }
+                    if let Some(step) = step {
+                        ctx.step(step);
                     }
                     if let Some(id) = &ctx.result.session_id
                         && known.as_ref() != Some(id)

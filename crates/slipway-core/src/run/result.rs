@@ -120,3 +120,22 @@ impl RunResult {
         };
     }
 }
+
+/// What a merge back did, for people (logs, the command line).
+impl std::fmt::Display for MergeOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |sha: &str| sha[..sha.len().min(10)].to_owned();
+        match self {
+            MergeOutcome::UpToDate => f.write_str("nothing new for the host branch"),
+            MergeOutcome::FastForward { from, to } => write!(
+                f,
+                "fast-forwarded the host branch from {} to {}",
+                short(from),
+                short(to)
+            ),
+            MergeOutcome::Merged { commit } => {
+                write!(f, "merge commit {} on the host branch", short(commit))
+            }
+        }
+    }
+}
