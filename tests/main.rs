@@ -19,6 +19,7 @@ mod docker_runs;
 mod docker_sandbox;
 mod edges_agree;
 mod host_git_runs_no_repo_programs;
+mod import_checks_every_object;
 mod lsp_bad_input;
 mod lsp_commands;
 mod lsp_runs;

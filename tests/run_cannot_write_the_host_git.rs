@@ -67,19 +67,7 @@ impl World {
         args.extend(sandbox.args());
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "sh", "-c", script]);
-        let out = self.env.slipway(&self.repo, &args);
-        let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "no result document ({e}):\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        let log = result["logFile"]
-            .as_str()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .unwrap_or_default();
-        (out.status.success(), result, log)
+        self.env.run_result(&self.repo, &args)
     }
 
     fn ok_run(&self, sandbox: Sandbox, extra: &[&str], script: &str) -> (Value, String) {

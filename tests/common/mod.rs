@@ -246,6 +246,24 @@ impl TestEnv {
         path
     }
 
+    /// Runs `slipway ARGS` (a `--json run …`) and returns whether it
+    /// succeeded, its result document and the run's log.
+    pub fn run_result(&self, dir: &Path, args: &[&str]) -> (bool, Value, String) {
+        let out = self.slipway(dir, args);
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "no result document ({e}):\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let log = result["logFile"]
+            .as_str()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default();
+        (out.status.success(), result, log)
+    }
+
     /// `git status --porcelain` of `dir`, as git itself reports it.
     pub fn porcelain(&self, dir: &Path) -> String {
         self.git(dir, &["status", "--porcelain", "--untracked-files=all"])

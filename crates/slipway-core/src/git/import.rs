@@ -54,11 +54,10 @@ pub enum ImportError {
         "object {id} in the run's private git dir does not match its id (its content hashes to {actual}); nothing was imported"
     )]
     Mismatch { id: Oid, actual: Oid },
-    /// An object could not be parsed as its type says.
-    #[error(
-        "object {id} in the run's private git dir is not a well-formed {kind}; nothing was imported"
-    )]
-    Malformed { id: Oid, kind: &'static str },
+    /// An object breaks one of git's fsck rules (a tree entry named `.git`
+    /// or `..`, a bad mode, a malformed commit, a dangerous `.gitmodules`).
+    #[error("{0}; nothing was imported")]
+    Refused(#[from] super::fsck::Violation),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -70,7 +69,7 @@ impl ImportError {
         match self {
             ImportError::Missing { .. }
             | ImportError::Mismatch { .. }
-            | ImportError::Malformed { .. } => crate::error::ErrorKind::ImportRefused,
+            | ImportError::Refused(_) => crate::error::ErrorKind::ImportRefused,
             ImportError::Git(_) => crate::error::ErrorKind::Git,
         }
     }
@@ -294,16 +293,30 @@ pub fn copy_objects(
     let mut pack = super::pack_out::PackOut::default();
     let mut written = 0usize;
     let mut seen: HashSet<Oid> = HashSet::new();
-    let mut todo = vec![Link {
-        id: tip,
-        blob: false,
-    }];
-    while let Some(Link { id, blob }) = todo.pop() {
-        if !seen.insert(id) || host_odb.exists(id) {
+    let mut todo = vec![Link::to(tip)];
+    while let Some(Link {
+        id,
+        blob,
+        gitmodules,
+    }) = todo.pop()
+    {
+        if !seen.insert(id) {
             continue;
         }
+        if host_odb.exists(id) {
+            // A `.gitmodules` a new tree names is checked even when the blob
+            // is old: the new tree gives it the name git acts on.
+            if gitmodules {
+                check_gitmodules_blob(&host_odb, id)?;
+            }
+            continue;
+        }
+        if gitmodules {
+            // Refused before it is read whole.
+            check_gitmodules_size(&private, id)?;
+        }
         // Only a tree entry can name a blob: nothing else pays for a header read.
-        if blob && stream_big_blob(&private, &host_odb, id)? {
+        if blob && !gitmodules && stream_big_blob(&private, &host_odb, id)? {
             written += 1;
             continue;
         }
@@ -315,9 +328,25 @@ pub fn copy_objects(
             return Err(ImportError::Mismatch { id, actual });
         }
         match kind {
-            ObjectType::Commit => todo.extend(commit_links(id, data)?),
-            ObjectType::Tree => todo.extend(tree_links(id, data)?),
-            ObjectType::Tag => todo.extend(tag_link(id, data)?),
+            ObjectType::Commit => {
+                let (tree, parents) = super::fsck::check_commit(id, data)?;
+                todo.push(Link::to(tree));
+                todo.extend(parents.into_iter().map(Link::to));
+            }
+            ObjectType::Tree => {
+                for entry in super::fsck::check_tree(id, data)? {
+                    // Submodule commits are not objects of this repository.
+                    if !entry.is_gitlink() {
+                        todo.push(Link {
+                            id: entry.id,
+                            blob: entry.is_blob(),
+                            gitmodules: entry.gitmodules,
+                        });
+                    }
+                }
+            }
+            ObjectType::Tag => todo.push(Link::to(super::fsck::check_tag(id, data)?)),
+            ObjectType::Blob if gitmodules => super::fsck::check_gitmodules(id, data)?,
             _ => {}
         }
         if data.len() > PACK_OBJECT_LIMIT {
@@ -334,6 +363,38 @@ pub fn copy_objects(
         return Err(ImportError::Missing { id: tip });
     }
     Ok(written)
+}
+
+/// Checks a `.gitmodules` blob the host already holds (see [`copy_objects`]).
+fn check_gitmodules_blob(odb: &Odb<'_>, id: Oid) -> Result<(), ImportError> {
+    check_gitmodules_size(odb, id)?;
+    let object = odb.read(id)?;
+    super::fsck::check_gitmodules(id, object.data())?;
+    Ok(())
+}
+
+/// A `.gitmodules` entry must name a blob small enough to check.
+fn check_gitmodules_size(odb: &Odb<'_>, id: Oid) -> Result<(), ImportError> {
+    let Ok(header) = odb.read_header(id) else {
+        return Err(ImportError::Missing { id });
+    };
+    match header {
+        (size, ObjectType::Blob) if size <= super::fsck::GITMODULES_LIMIT => Ok(()),
+        (size, ObjectType::Blob) => Err(super::fsck::Violation {
+            object: id,
+            kind: "blob",
+            rule: super::fsck::Rule::GitmodulesLarge,
+            detail: format!("{size} bytes"),
+        }
+        .into()),
+        _ => Err(super::fsck::Violation {
+            object: id,
+            kind: "blob",
+            rule: super::fsck::Rule::GitmodulesBlob,
+            detail: "a .gitmodules entry that names no blob".to_owned(),
+        }
+        .into()),
+    }
 }
 
 /// Copies a blob larger than [`PACK_OBJECT_LIMIT`] through a stream, never
@@ -369,118 +430,28 @@ fn stream_big_blob(private: &Odb<'_>, host_odb: &Odb<'_>, id: Oid) -> Result<boo
     Ok(true)
 }
 
-/// An object another one names, and whether it is named as a blob.
+/// An object another one names: whether a tree names it as a blob, and as
+/// a `.gitmodules` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Link {
     id: Oid,
     blob: bool,
+    gitmodules: bool,
 }
 
 impl Link {
     fn to(id: Oid) -> Link {
-        Link { id, blob: false }
-    }
-}
-
-fn hex_oid(id: Oid, kind: &'static str, hex: &[u8]) -> Result<Oid, ImportError> {
-    std::str::from_utf8(hex)
-        .ok()
-        .and_then(|h| Oid::from_str(h).ok())
-        .filter(|_| hex.len() == 40)
-        .ok_or(ImportError::Malformed { id, kind })
-}
-
-/// The tree and parents a commit names (its header lines up to the first blank one).
-fn commit_links(id: Oid, data: &[u8]) -> Result<Vec<Link>, ImportError> {
-    let mut out = Vec::new();
-    let mut has_tree = false;
-    for line in data.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            break;
-        }
-        if let Some(hex) = line.strip_prefix(b"tree ") {
-            out.push(Link::to(hex_oid(id, "commit", hex)?));
-            has_tree = true;
-        } else if let Some(hex) = line.strip_prefix(b"parent ") {
-            out.push(Link::to(hex_oid(id, "commit", hex)?));
+        Link {
+            id,
+            blob: false,
+            gitmodules: false,
         }
     }
-    if !has_tree {
-        return Err(ImportError::Malformed { id, kind: "commit" });
-    }
-    Ok(out)
-}
-
-/// The subtrees and blobs a tree names; gitlinks (submodule commits) are not
-/// objects of this repository and are not followed.
-fn tree_links(id: Oid, mut data: &[u8]) -> Result<Vec<Link>, ImportError> {
-    let mut out = Vec::new();
-    while !data.is_empty() {
-        let space = data
-            .iter()
-            .position(|&b| b == b' ')
-            .ok_or(ImportError::Malformed { id, kind: "tree" })?;
-        let mode = &data[..space];
-        let nul = data[space..]
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or(ImportError::Malformed { id, kind: "tree" })?
-            + space;
-        let raw = data
-            .get(nul + 1..nul + 21)
-            .ok_or(ImportError::Malformed { id, kind: "tree" })?;
-        let entry =
-            Oid::from_bytes(raw).map_err(|_| ImportError::Malformed { id, kind: "tree" })?;
-        if mode != b"160000" {
-            out.push(Link {
-                id: entry,
-                blob: mode != b"40000",
-            });
-        }
-        data = &data[nul + 21..];
-    }
-    Ok(out)
-}
-
-/// The object an annotated tag names.
-fn tag_link(id: Oid, data: &[u8]) -> Result<Vec<Link>, ImportError> {
-    let first = data.split(|&b| b == b'\n').next().unwrap_or_default();
-    let hex = first
-        .strip_prefix(b"object ")
-        .ok_or(ImportError::Malformed { id, kind: "tag" })?;
-    Ok(vec![Link::to(hex_oid(id, "tag", hex)?)])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tree_entries_are_read_and_gitlinks_skipped() {
-        let blob = Oid::from_str("0123456789abcdef0123456789abcdef01234567").expect("oid");
-        let sub = Oid::from_str("89abcdef0123456789abcdef0123456789abcdef").expect("oid");
-        let mut data = Vec::new();
-        data.extend_from_slice(b"100644 a.txt\0");
-        data.extend_from_slice(blob.as_bytes());
-        data.extend_from_slice(b"160000 vendored\0");
-        data.extend_from_slice(sub.as_bytes());
-        let links = tree_links(Oid::ZERO_SHA1, &data).expect("parses");
-        assert_eq!(
-            links,
-            vec![Link {
-                id: blob,
-                blob: true
-            }]
-        );
-        assert!(tree_links(Oid::ZERO_SHA1, b"100644 a.txt\0short").is_err());
-    }
-
-    #[test]
-    fn a_commit_without_a_tree_is_malformed() {
-        assert!(commit_links(Oid::ZERO_SHA1, b"author x\n\nmessage").is_err());
-        let ok = b"tree 0123456789abcdef0123456789abcdef01234567\nparent 89abcdef0123456789abcdef0123456789abcdef\n\nmsg";
-        assert_eq!(commit_links(Oid::ZERO_SHA1, ok).expect("parses").len(), 2);
-    }
 
     /// A bare private store holding one commit whose tree has `blob` as `big.bin`.
     fn private_with(dir: &Path, blob: &[u8]) -> (Repository, Oid, Oid) {

@@ -10,6 +10,8 @@
 pub mod branches;
 pub mod bundle;
 pub mod clone;
+pub mod config_text;
+pub mod fsck;
 pub mod import;
 pub mod merge;
 pub mod pack_commits;

@@ -12,7 +12,7 @@ pub(super) async fn collect_isolated(
     host: &HostRepo,
     isolated: &crate::sandbox::isolated::IsolatedSandbox,
     staging: &Path,
-) -> Result<returned::Returned, String> {
+) -> Result<returned::Returned, CollectError> {
     let archive = staging.join("results.tar");
     let secs = ctx.timeouts.collect.as_secs();
     let stopped_before = ctx.control.cancel.is_cancelled();
@@ -45,16 +45,16 @@ pub(super) async fn collect_isolated(
     let outcome = tokio::select! {
         done = tokio::time::timeout(ctx.timeouts.collect, downloaded) => match done {
             Ok(done) => done,
-            Err(_) => return Err(keep(format!("bringing the work back took longer than the collect timeout of {secs} s"))),
+            Err(_) => return Err(keep(format!("bringing the work back took longer than the collect timeout of {secs} s")).into()),
         },
-        () = stopped => return Err(keep("bringing the work back was stopped".into())),
+        () = stopped => return Err(keep("bringing the work back was stopped".into()).into()),
     };
     if let Err(e) = outcome {
         ctx.log
             .line(&format!("[slipway] could not bring the work back: {e}"));
         let dest = host.slipway_dir().join("rescue").join(&ctx.result.run_id);
         let rescued = tokio::time::timeout(ctx.timeouts.collect, isolated.rescue(&dest)).await;
-        return Err(match rescued {
+        return Err(CollectError::Other(match rescued {
             Ok(Ok(tar)) => format!(
                 "could not bring the sandbox's work back ({e}); the container's whole worktree, commits included, was saved to {}",
                 tar.display()
@@ -65,7 +65,7 @@ pub(super) async fn collect_isolated(
             Err(_) => keep(format!(
                 "could not bring the sandbox's work back ({e}) nor save it within {secs} s"
             )),
-        });
+        }));
     }
     let (host_root, worktree) = (
         host.root().to_path_buf(),
@@ -78,14 +78,38 @@ pub(super) async fn collect_isolated(
         returned::apply(&host, &worktree, &branch, base, &archive, &staging, &run_id)
     })
     .await
-    .map_err(|e| e.to_string())
+    .map_err(|e| returned::ApplyError::Other(e.to_string()))
     .and_then(|r| r);
-    applied.map_err(|e| {
-        format!(
+    applied.map_err(|e| match e {
+        returned::ApplyError::Refused(source) => CollectError::Refused {
+            source,
+            dir: private_git::run_base(host, &ctx.result.run_id)
+                .join("returned")
+                .join("git"),
+        },
+        returned::ApplyError::Other(e) => CollectError::Other(format!(
             "could not apply the sandbox's work ({e}); it is saved in {}",
             staging_archive(host, &ctx.result.run_id).display()
-        )
+        )),
     })
+}
+
+/// Why an isolated sandbox's work did not come back.
+#[derive(Debug)]
+pub(super) enum CollectError {
+    /// Its branch's objects were refused; they stay in `dir` for inspection.
+    Refused {
+        source: crate::git::import::ImportError,
+        dir: PathBuf,
+    },
+    /// Anything else, said in full (where the work was kept).
+    Other(String),
+}
+
+impl From<String> for CollectError {
+    fn from(message: String) -> CollectError {
+        CollectError::Other(message)
+    }
 }
 
 pub(super) fn staging_archive(host: &HostRepo, run_id: &str) -> PathBuf {

@@ -237,7 +237,14 @@ pub(super) async fn drive(
                     tracing::warn!("could not remove {}: {e}", staging.display());
                 }
             }
-            Err(message) => {
+            Err(collect::CollectError::Refused { source, dir }) => {
+                sandbox.close().await;
+                return Err(RunError::PrivateGit(private_git::RunGitError::Import {
+                    source,
+                    dir,
+                }));
+            }
+            Err(collect::CollectError::Other(message)) => {
                 sandbox.close().await;
                 return Err(RunError::Sandbox(SandboxError::Other(message)));
             }

@@ -35,6 +35,23 @@ fn bad(what: &str, e: impl std::fmt::Display) -> String {
     format!("{what}: {e}")
 }
 
+/// Why the returned work could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The branch's objects were refused (see [`crate::git::import`]).
+    #[error(transparent)]
+    Refused(#[from] import::ImportError),
+    /// The archive or the worktree could not be used.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for ApplyError {
+    fn from(message: String) -> ApplyError {
+        ApplyError::Other(message)
+    }
+}
+
 /// Applies the results archive `archive` of an isolated run to the host
 /// worktree `worktree` of `host`, whose branch `branch` stood at `base` when
 /// the sandbox started. `staging` is a folder of slipway's for the bundle and
@@ -47,7 +64,7 @@ pub fn apply(
     archive: &Path,
     staging: &Path,
     run_id: &str,
-) -> Result<Returned, String> {
+) -> Result<Returned, ApplyError> {
     let mut returned = Returned::default();
     std::fs::create_dir_all(staging).map_err(|e| bad("cannot make the staging folder", e))?;
     let bundle_file = staging.join("repo.bundle");
@@ -200,7 +217,7 @@ fn import_bundle(
     bundle_file: &Path,
     staging: &Path,
     run_id: &str,
-) -> Result<Imported, String> {
+) -> Result<Imported, ApplyError> {
     let store = staging.join("git");
     let repo =
         Repository::init_bare(&store).map_err(|e| bad("cannot make the staging store", e))?;
@@ -222,9 +239,9 @@ fn import_bundle(
         .map_err(|e| bad("cannot unpack the sandbox's commits", e))?;
     let refname = format!("refs/heads/{branch}");
     let Some((tip, _)) = refs.into_iter().find(|(_, name)| *name == refname) else {
-        return Err(format!(
+        return Err(ApplyError::Other(format!(
             "the sandbox's bundle does not hold {refname}; its work stays in the container"
-        ));
+        )));
     };
     import::import_branch(
         host.git(),
@@ -236,7 +253,7 @@ fn import_bundle(
             run_id,
         },
     )
-    .map_err(|e| e.to_string())
+    .map_err(ApplyError::Refused)
 }
 
 /// An archive entry's type in people's words.
