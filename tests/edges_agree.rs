@@ -1080,3 +1080,84 @@ fn close_discard_land_and_review_decide_the_same_on_both_edges() {
         disagree.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------
+// One source of defaults: the user's config.toml under each repository's
+// slipway.toml, the same for both edges; what is still missing is named by
+// the plan's error and hints, which is all an editor asks for.
+
+#[test]
+fn the_users_config_and_the_repositorys_defaults_decide_the_same_on_both_edges() {
+    let env = TestEnv::new();
+    let upstream = env.new_repo("upstream");
+    env.git(
+        env.path(),
+        &["clone", "-q", upstream.to_str().expect("utf8"), "plain"],
+    );
+    let plain = env.path().join("plain").canonicalize().expect("canonical");
+    env.git(
+        env.path(),
+        &["clone", "-q", upstream.to_str().expect("utf8"), "own"],
+    );
+    let own = env.path().join("own").canonicalize().expect("canonical");
+    std::fs::write(
+        own.join("slipway.toml"),
+        "version = 2\nstrategy = \"merge-to-head\"\nsource = \"host_head\"\n",
+    )
+    .expect("slipway.toml");
+    let config = env.path().join("home/.config/slipway");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        "version = 2\nstrategy = \"branch\"\nsource = \"default\"\nagent = \"codex\"\n",
+    )
+    .expect("config.toml");
+    let mut lsp = Lsp::start(&env, Some(&plain), false);
+    let plan = |lsp: &mut Lsp, repo: &Path, cli: &[&str], arg: Value| {
+        let mut full = vec!["run", "--dry-run"];
+        full.extend_from_slice(cli);
+        let from_cli = cli_answer(&env, repo, &full).map(|p| comparable(p)["request"].clone());
+        let mut arg = arg;
+        arg["root"] = json!(repo);
+        arg["dryRun"] = json!(true);
+        let from_lsp = match lsp.execute("slipway.run", arg) {
+            Ok(answer) => Ok(comparable(portable(&answer["plan"], repo))["request"].clone()),
+            Err(e) => Err(json!({ "kind": kind(&e), "actions": e["data"]["actions"] })),
+        };
+        assert_eq!(from_cli, from_lsp, "{cli:?}");
+        from_cli
+    };
+    // The user's strategy is `branch`: a branch is what is missing.
+    let missing = plan(&mut lsp, &plain, &[], json!({})).expect_err("a branch is missing");
+    assert_eq!(missing["kind"], "invalidParams", "{missing}");
+    let e = lsp.err("slipway.run", json!({ "root": plain, "dryRun": true }));
+    assert_eq!(
+        e["data"]["hints"],
+        json!([{ "do": "give", "field": "branch" }]),
+        "{e}"
+    );
+    // Given it, the user's source and agent apply.
+    let r = plan(
+        &mut lsp,
+        &plain,
+        &["--branch", "mine"],
+        json!({ "branch": "mine" }),
+    )
+    .expect("a plan");
+    assert_eq!(r["source"], json!({ "policy": "default" }), "{r}");
+    assert_eq!(r["agent"]["type"], "codex", "{r}");
+    assert_eq!(r["strategy"]["type"], "branch", "{r}");
+    // The repository's own file wins where it speaks.
+    let r = plan(&mut lsp, &own, &[], json!({})).expect("a plan");
+    assert_eq!(r["strategy"], json!({ "type": "merge-to-head" }), "{r}");
+    assert_eq!(r["source"], json!({ "policy": "host_head" }), "{r}");
+    assert_eq!(r["agent"]["type"], "codex", "the user's agent: {r}");
+    // A create follows the same defaults.
+    let created = env.slipway_json(&plain, &["worktree", "create", "--branch", "made"]);
+    assert_eq!(created["sourcePolicy"], "default", "{created}");
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": plain, "branch": "made-too" }),
+    );
+    assert_eq!(created["sourceLabel"], "origin/main (default)", "{created}");
+}

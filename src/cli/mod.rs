@@ -148,20 +148,22 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Worktree(WorktreeCommand::Create(args)) => {
             let host = open(&cli.repo)?;
-            let source = ask::resolve_ask(
-                source_policy(&args.source, SourcePolicy::HostHead)?,
-                host.root(),
-            )?;
-            let request = plan_create(
+            // Unless the command line names one, the defaults' source applies.
+            let given = match (&args.source.source, &args.source.reference) {
+                (None, None) => None,
+                _ => Some(source_policy(&args.source, SourcePolicy::HostHead)?),
+            };
+            let mut request = plan_create(
                 &host,
                 CreateInput {
                     strategy: args.merge_to_head.then_some(StrategyKind::MergeToHead),
                     branch: args.branch,
                     base: args.base,
-                    source: Some(source),
+                    source: given,
                     copy: args.copy,
                 },
             )?;
+            request.source = ask::resolve_ask(request.source, host.root())?;
             let message = match &request.target {
                 WorktreeTarget::Branch { name, .. } => format!("creating a worktree for '{name}'"),
                 WorktreeTarget::MergeToHead => "creating a merge-to-head worktree".to_owned(),

@@ -224,11 +224,13 @@ fn load_workspace(input: &WorkspaceInput) -> Result<(WorkspacePlan, RunDefaults)
     }
 }
 
-/// The repository's `slipway.toml` run defaults (none when it has no file).
+/// The run defaults of a repository: its `slipway.toml` over the user's
+/// `config.toml` (each key the repository leaves unset is the user's).
 pub fn repository_defaults(host: &HostRepo) -> Result<RunDefaults, PlanError> {
-    Ok(Workspace::load_repo_defaults(host.root())?
+    let repo = Workspace::load_repo_defaults(host.root())?
         .map(|ws| ws.defaults)
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok(repo.or(&Workspace::load_user_defaults()?))
 }
 
 /// Turns a run request from any edge into a checked plan; `cwd` is where
@@ -303,7 +305,11 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         (None, Some(file)) => PromptSource::File(cwd.join(file)),
         (None, None) => PromptSource::Inline(String::new()),
     };
-    let source = input.source.clone().unwrap_or(SourcePolicy::HostHead);
+    let source = input
+        .source
+        .clone()
+        .or_else(|| defaults.source.clone())
+        .unwrap_or(SourcePolicy::HostHead);
     let request = RunRequest {
         run_id: Some(input.run_id.clone().unwrap_or_else(crate::run::new_run_id)),
         strategy,
