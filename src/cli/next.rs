@@ -54,9 +54,9 @@ fn purpose(action: &Action) -> &'static str {
     match (action.kind, action.force) {
         (ActionKind::Review, _) => "see what it holds",
         (ActionKind::Land, _) => "bring it into your branch",
-        (ActionKind::Discard, true) => "throw it away, losing what is listed",
+        (ActionKind::Discard, true) => "throw it away: its work is lost",
         (ActionKind::Discard, false) => "remove the worktree and its branch",
-        (ActionKind::Close, true) => "remove the worktree, losing what is listed",
+        (ActionKind::Close, true) => "remove the worktree: its uncommitted files are lost",
         (ActionKind::Close, false) => "remove the worktree, keeping its branch",
         (ActionKind::Reply, _) => "answer the agent",
         (ActionKind::Trust, _) => "approve the repository's slipway.toml",

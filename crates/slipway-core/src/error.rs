@@ -84,6 +84,8 @@ kinds! {
     IdleTimeout = "idleTimeout",
     /// The agent exited non-zero.
     AgentFailed = "agentFailed",
+    /// The agent's CLI is not installed (the message names the install command).
+    AgentNotInstalled = "agentNotInstalled",
     /// The run was cancelled.
     Cancelled = "cancelled",
     /// The merge back found uncommitted changes in the host.

@@ -217,6 +217,20 @@ pub trait Agent: Send + Sync {
     }
 }
 
+/// How to install an agent's CLI, for the error that says it is missing:
+/// the npm package of each provider the tests run (`scripts/agents.txt`).
+pub fn install_command(agent: &str) -> Option<&'static str> {
+    Some(match agent {
+        "claude-code" => "npm install -g @anthropic-ai/claude-code",
+        "codex" => "npm install -g @openai/codex",
+        "opencode" => "npm install -g opencode-ai",
+        "pi" => "npm install -g @mariozechner/pi-coding-agent",
+        "copilot" => "npm install -g @github/copilot",
+        "cursor" => "curl https://cursor.com/install -fsS | bash",
+        _ => return None,
+    })
+}
+
 /// How much an agent may do without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

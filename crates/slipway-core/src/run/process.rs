@@ -259,7 +259,17 @@ pub(super) async fn run_iteration(
         None => 0,
     };
     let (cwd, env) = (spec.cwd.clone(), spec.env.clone());
-    let mut exec = sandbox.exec(spec).await?;
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let mut exec = sandbox.exec(spec).await.map_err(|e| match e {
+        SandboxError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            RunError::AgentNotInstalled {
+                agent: agent.name(),
+                install: crate::agent::install_command(agent.name()),
+                program: program.clone(),
+            }
+        }
+        other => other.into(),
+    })?;
     ctx.phase(
         "agentStarted",
         format!(
