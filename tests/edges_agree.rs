@@ -1160,4 +1160,8 @@ fn the_users_config_and_the_repositorys_defaults_decide_the_same_on_both_edges()
         json!({ "root": plain, "branch": "made-too" }),
     );
     assert_eq!(created["sourceLabel"], "origin/main (default)", "{created}");
+    // A run on an existing worktree needs no branch: the defaults are for new ones.
+    let r = plan(&mut lsp, &plain, &["--worktree", "made"], json!({ "worktree": "made" }))
+        .expect("a plan");
+    assert_eq!(r["worktree"], "made", "{r}");
 }

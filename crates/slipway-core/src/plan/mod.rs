@@ -341,6 +341,8 @@ fn strategy(input: &RunInput, defaults: &RunDefaults) -> Result<RunStrategy, Pla
     let chosen = match (input.strategy, &input.branch) {
         (Some(s), _) => s,
         (None, Some(_)) => StrategyKind::Branch,
+        // An existing worktree has its own: the defaults are for new ones.
+        (None, None) if input.worktree.is_some() => StrategyKind::MergeToHead,
         (None, None) => defaults.strategy.unwrap_or(StrategyKind::MergeToHead),
     };
     let strategy = match (chosen, &input.branch) {
