@@ -23,6 +23,7 @@ export const COMMANDS = [
   'slipway.discard',
   'slipway.runs',
   'slipway.log',
+  'slipway.seen',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -100,7 +101,8 @@ export interface ResolveSourceArgs {
 
 export interface CreateWorktreeArgs {
   root: string;
-  strategy: WorktreeStrategy;
+  /** Unset: the repository's and the user's defaults decide. */
+  strategy?: WorktreeStrategy;
   branch?: string;
   base?: string;
   source?: Source;
@@ -135,7 +137,8 @@ export type WorkspacesArgs = Record<string, never>;
 export interface RunArgs {
   /** The repository; a workspace run may leave it out (the sidecar decides from the workspace). */
   root?: string;
-  agent: Agent;
+  /** Unset: the repository's and the user's defaults decide. */
+  agent?: Agent;
   worktree?: string;
   strategy?: RunStrategy;
   branch?: string;
@@ -170,6 +173,8 @@ export interface CloseArgs {
   root: string;
   worktree: string;
   force?: boolean;
+  /** Change nothing: answer what would be lost (`DryRunResult`). */
+  dryRun?: boolean;
 }
 
 export interface DiffArgs {
@@ -193,6 +198,12 @@ export interface DiscardArgs {
   root: string;
   worktree: string;
   force?: boolean;
+  /** Change nothing: answer what would be lost (`DryRunResult`). */
+  dryRun?: boolean;
+}
+
+export interface SeenArgs {
+  runIds: string[];
 }
 
 export interface RunsArgs {
@@ -258,6 +269,29 @@ export interface CreateWorktreeResult {
 
 export type WorktreeState = 'active' | 'running' | 'preserved';
 
+/** What to do next (§4.5), worded by this extension as buttons. */
+export interface Action {
+  kind: 'review' | 'land' | 'discard' | 'close' | 'reply' | 'trust';
+  worktree?: string;
+  runId?: string;
+  /** The close or discard loses what is at risk. */
+  force?: boolean;
+}
+
+/** What a close or discard would lose (§4.6). */
+export interface AtRisk {
+  uncommitted: string[];
+  commits: { sha: string; subject: string }[];
+}
+
+/** `slipway.close` / `slipway.discard` with `dryRun`. */
+export interface DryRunResult {
+  branch: string;
+  path?: string;
+  atRisk: AtRisk;
+  actions: Action[];
+}
+
 export interface WorktreeStatus {
   id: string;
   path: string;
@@ -266,7 +300,11 @@ export interface WorktreeStatus {
   dirty: boolean;
   changedFiles: number;
   changedPaths: string[];
+  /** Commits not home yet, from where the branch meets its target now. */
   ahead: number;
+  /** Commits the target has that the branch lacks. */
+  behind?: number;
+  actions?: Action[];
   state: WorktreeState;
   why: string | null;
   runId: string | null;
@@ -298,8 +336,18 @@ export interface WorkspacesResult {
   workspaces: WorkspaceInfo[];
 }
 
+/** A branch a merge-to-head run kept without a worktree. */
+export interface KeptBranch {
+  branch: string;
+  commit: string;
+  ahead: number;
+  behind: number;
+  actions: Action[];
+}
+
 export interface ListResult {
   worktrees: WorktreeStatus[];
+  keptBranches?: KeptBranch[];
 }
 
 export interface RunStarted {
@@ -318,6 +366,7 @@ export interface CloseRemoved {
   branch: string;
   branchDeleted: boolean;
   branchKept: string | null;
+  actions?: Action[];
 }
 
 export interface ClosePreserved {
@@ -328,6 +377,7 @@ export interface ClosePreserved {
   reason: string;
   changedPaths: string[];
   commands: string[];
+  actions?: Action[];
 }
 
 export type CloseResult = CloseRemoved | ClosePreserved;
@@ -349,9 +399,13 @@ export interface DiffFile {
 }
 
 export interface DiffResult {
+  /** Where the branch meets its target now. */
   base: string;
+  recordedBase?: string;
+  target?: string;
   head: string;
   files: DiffFile[];
+  actions?: Action[];
 }
 
 /** `slipway.diff` with `path`: one file's texts (absent on that side, or binary). */
@@ -367,6 +421,7 @@ export interface LandResult {
   into: string;
   commit: string;
   kind: string;
+  actions?: Action[];
 }
 
 export type DiscardResult = CloseResult;
@@ -467,6 +522,8 @@ export interface RunFinished {
   usage: { inputTokens: number; outputTokens: number } | null;
   /** What the check after the run found and moved away (when the sidecar sends it). */
   quarantined?: QuarantineFinding[];
+  /** What to do with what the run left (§4.5). */
+  actions?: Action[];
 }
 
 /** `slipway/log` params: text appended to a followed run's log. */
@@ -513,6 +570,10 @@ export interface ErrorData {
   root?: string;
   branch?: string;
   holder?: { pid: number; branch: string; time: number };
+  /** What to do next (§4.5). */
+  actions?: Action[];
+  /** What the user can do, for machines (§7.1): `{do: 'give', field}`, … */
+  hints?: { do: string; field?: string }[];
 }
 
 /** The kinds whose `data.choices` feed the picker-and-retry of the `ask` flow (§8). */
@@ -577,6 +638,12 @@ export function toSlipwayError(error: unknown): SlipwayError | undefined {
     if (typeof raw.branch === 'string') {
       data.branch = raw.branch;
     }
+    if (Array.isArray(raw.actions)) {
+      data.actions = raw.actions.filter(isRecord).filter((a) => typeof a.kind === 'string') as unknown as Action[];
+    }
+    if (Array.isArray(raw.hints)) {
+      data.hints = raw.hints.filter(isRecord).filter((h) => typeof h.do === 'string') as unknown as { do: string; field?: string }[];
+    }
     const holder = raw.holder;
     if (isRecord(holder) && typeof holder.pid === 'number' && typeof holder.branch === 'string' && typeof holder.time === 'number') {
       data.holder = { pid: holder.pid, branch: holder.branch, time: holder.time };
@@ -615,6 +682,9 @@ export const requests = {
   diffFile: (args: DiffArgs & { path: string }) => request<DiffArgs, DiffFileText>('slipway.diff', args),
   land: (args: LandArgs) => request<LandArgs, LandResult>('slipway.land', args),
   discard: (args: DiscardArgs) => request<DiscardArgs, DiscardResult>('slipway.discard', args),
+  closeDryRun: (args: CloseArgs) => request<CloseArgs, DryRunResult>('slipway.close', { ...args, dryRun: true }),
+  discardDryRun: (args: DiscardArgs) => request<DiscardArgs, DryRunResult>('slipway.discard', { ...args, dryRun: true }),
+  seen: (args: SeenArgs) => request<SeenArgs, { runIds: string[]; held: number }>('slipway.seen', args),
   runs: (args: RunsArgs) => request<RunsArgs, RunsResult>('slipway.runs', args),
   log: (args: LogArgs) => request<LogArgs, LogResult>('slipway.log', args),
 };
@@ -682,6 +752,18 @@ export class SlipwayApi {
   discard(args: DiscardArgs): Promise<DiscardResult> {
     return this.send(requests.discard(args));
   }
+  /** What a discard would lose; nothing changes. */
+  discardDryRun(args: DiscardArgs): Promise<DryRunResult> {
+    return this.send(requests.discardDryRun(args));
+  }
+  /** What a close would lose; nothing changes. */
+  closeDryRun(args: CloseArgs): Promise<DryRunResult> {
+    return this.send(requests.closeDryRun(args));
+  }
+  /** The user has been shown these runs' ends: no other editor is told. */
+  seen(runIds: string[]): Promise<{ runIds: string[]; held: number }> {
+    return this.send(requests.seen({ runIds }));
+  }
   runs(root: string): Promise<RunsResult> {
     return this.send(requests.runs({ root }));
   }
@@ -718,6 +800,33 @@ export async function withSourcePick<T>(
       return undefined;
     }
     return call({ policy: 'named', ref });
+  }
+}
+
+/** Whether the sidecar's error asks for `field` (`data.hints`: `{do: 'give', field}`). */
+export function asksFor(error: unknown, field: string): boolean {
+  const e = toSlipwayError(error);
+  return (e?.data?.hints ?? []).some((h) => h.do === 'give' && h.field === field);
+}
+
+/**
+ * Sends a command; when the sidecar's plan says a branch is missing (the strategy is
+ * `branch`: `give branch`), asks for one (`ask` answers undefined when dismissed) and
+ * sends it again with it. Only what the plan says is missing is asked.
+ */
+export async function withBranchAsk<T>(
+  call: (branch: string | undefined) => Promise<T>,
+  branch: string | undefined,
+  ask: () => Promise<string | undefined>,
+): Promise<T | undefined> {
+  try {
+    return await call(branch);
+  } catch (error) {
+    if (branch !== undefined || !asksFor(error, 'branch')) {
+      throw error;
+    }
+    const asked = await ask();
+    return asked === undefined ? undefined : call(asked);
   }
 }
 
