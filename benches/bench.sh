@@ -13,8 +13,10 @@ ROUNDS=${4:-7}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
 SLIPWAY="$ROOT/target/release/slipway"
-WORK=$(mktemp -d /tmp/slipway-bench-XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# A journaled ext4 made for the bench (a loop-mounted image when root), never
+# the CI root filesystem (see benches/fixture.py: journaled_dir).
+WORK=$(python3 "$ROOT/benches/fixture.py" mount slipway-bench-)
+trap 'python3 "$ROOT/benches/fixture.py" umount "$WORK"' EXIT
 
 # Hermetic git: a private global config, no system config.
 export HOME="$WORK/home" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL="$WORK/home/.gitconfig"

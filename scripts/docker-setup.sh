@@ -16,7 +16,7 @@ set -euo pipefail
 IMAGE="${SLIPWAY_TEST_IMAGE:-slipway-test:latest}"
 DOCKERD_LOG="${SLIPWAY_DOCKERD_LOG:-/var/log/slipway-dockerd.log}"
 # Bump when the image's contents change, so an old image on a kept machine is rebuilt.
-IMAGE_VERSION=6
+IMAGE_VERSION=7
 
 say() { echo "docker-setup: $*"; }
 die() { echo "docker-setup: error: $*" >&2; exit 1; }
@@ -147,7 +147,7 @@ copy_libs() {
 
 tools=(sh bash git env cat echo ls ln readlink sleep touch mkdir rm cp mv chmod id stat kill ps
        printf tee grep sed head tail wc sort setsid timeout true false pwd dirname basename
-       tini dumb-init)
+       mknod mkfifo tini dumb-init)
 copied=()
 for tool in "${tools[@]}"; do
   path="$(type -P "$tool" || true)"

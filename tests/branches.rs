@@ -631,3 +631,24 @@ fn ahead_and_behind_match_git_when_asked_for_and_only_then() {
         );
     }
 }
+
+#[test]
+fn upstreams_set_in_an_included_config_file_match_git() {
+    // The listing reads the config file itself in one pass; an include is
+    // left to libgit2, and the answer is git's either way.
+    let env = TestEnv::new();
+    let f = fixture(&env);
+    let extra = env.path().join("extra.gitconfig");
+    std::fs::write(
+        &extra,
+        "[branch \"topic\"]\n\tremote = origin\n\tmerge = refs/heads/main\n",
+    )
+    .expect("included file");
+    env.git(
+        &f.clone,
+        &["config", "include.path", extra.to_str().expect("utf-8")],
+    );
+    let list = branches(&env, &f.clone);
+    similar_asserts::assert_eq!(slipway_branches(&list), git_branches(&env, &f.clone));
+    assert_eq!(s(find(&list, "topic", "local"), "upstream"), "origin/main");
+}

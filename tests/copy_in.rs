@@ -562,3 +562,35 @@ fn a_full_disk_fails_naming_the_file_and_the_cause() {
         );
     }
 }
+
+#[test]
+fn the_result_says_how_the_bytes_were_copied_and_never_by_a_hard_link() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    write(&repo.join(".gitignore"), "build/\n");
+    env.git(&repo, &["add", ".gitignore"]);
+    env.git(&repo, &["commit", "-qm", "ignore build"]);
+    let big = "0123456789abcdef".repeat(64 * 1024);
+    write(&repo.join("build/big.bin"), &big);
+    write(&repo.join("build/small.txt"), "small\n");
+    let created = env.slipway_json(
+        &repo,
+        &[
+            "worktree", "create", "--branch", "copied", "--copy", "build",
+        ],
+    );
+    // The test folders are on a local filesystem: the kernel copies (or
+    // clones) the bytes, nothing goes through reads and writes.
+    let method = s(&created["copy"], "method");
+    assert!(
+        method == "copyFileRange" || method == "reflink",
+        "copied by {method}: {created}"
+    );
+    let path = PathBuf::from(s(&created, "path"));
+    assert_eq!(read(&path.join("build/big.bin")), big);
+    use std::os::unix::fs::MetadataExt;
+    let ours = std::fs::metadata(path.join("build/big.bin")).expect("copy");
+    let host = std::fs::metadata(repo.join("build/big.bin")).expect("host");
+    assert_ne!(ours.ino(), host.ino(), "a hard link, not a copy");
+    assert_eq!(ours.nlink(), 1);
+}

@@ -264,6 +264,54 @@ fn a_merge_killed_at_any_point_leaves_the_host_exactly_before_or_after() {
     assert!(points >= 8, "only {points} merge crash points");
 }
 
+/// Waits for the detached deletion a close started to empty the trash.
+fn trash_emptied(repo: &Path) -> bool {
+    let trash = repo.join(".slipway/worktrees/.trash");
+    crate::common::lsp::wait_until(std::time::Duration::from_secs(60), || !trash.exists())
+}
+
+#[test]
+fn a_deletion_killed_half_way_is_finished_by_the_next_command() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "crash/trash"]);
+    let path = PathBuf::from(s(&created, "path"));
+    // The close hands the files to a detached deletion, which dies (the
+    // crash setting reaches it) before it deletes anything: the close has
+    // already answered, and the folder is gone from where it was.
+    let (killed, out) = crashing(
+        &env,
+        &repo,
+        "trash:1",
+        &["--json", "worktree", "close", "crash/trash"],
+    );
+    assert!(!killed, "the close itself was killed");
+    let closed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(closed["outcome"], "removed", "{closed}");
+    assert!(!path.exists(), "the worktree folder is still in place");
+    let trash = repo.join(".slipway/worktrees/.trash");
+    // The dead emptier held the trash lock until it died; what it left is
+    // there once the lock is free.
+    let left = crate::common::lsp::wait_until(std::time::Duration::from_secs(60), || {
+        std::fs::read_dir(&trash).is_ok_and(|mut d| d.next().is_some())
+            && std::fs::OpenOptions::new()
+                .read(true)
+                .open(repo.join(".slipway/locks/trash.lock"))
+                .is_ok_and(|f| f.try_lock().is_ok())
+    });
+    assert!(left, "the killed deletion left nothing in the trash");
+    consistent(
+        &env,
+        &repo,
+        &reachable(&env, &repo),
+        "after the killed deletion",
+    );
+    assert!(
+        trash_emptied(&repo),
+        "the next command did not finish the deletion"
+    );
+}
+
 #[test]
 fn a_close_killed_at_any_point_is_finished() {
     let env = TestEnv::new();
@@ -286,14 +334,7 @@ fn a_close_killed_at_any_point_is_finished() {
             "{what}: {listed:?}"
         );
         assert!(!path.exists(), "{what}: the folder is left half deleted");
-        assert!(
-            !repo.join(".slipway/trash").exists()
-                || std::fs::read_dir(repo.join(".slipway/trash"))
-                    .expect("trash")
-                    .next()
-                    .is_none(),
-            "{what}: the trash was not emptied"
-        );
+        assert!(trash_emptied(&repo), "{what}: the trash was not emptied");
         assert_eq!(
             env.local_branches(&repo)
                 .iter()

@@ -11,7 +11,7 @@ use common::*;
 
 const IMAGE: &str = "slipway-test:latest";
 
-fn remote() -> String {
+pub(crate) fn remote() -> String {
     let port = std::env::var("SLIPWAY_REMOTE_DOCKER_PORT").unwrap_or_else(|_| "23750".into());
     let host = format!("tcp://127.0.0.1:{port}");
     let ok = std::process::Command::new("docker")

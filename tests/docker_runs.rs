@@ -184,7 +184,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
             "--json",
             "run",
             "--run-id",
-            "run-docker-cancel",
+            "run-2-dc0cce",
             "--sandbox",
             "docker",
             "--image",
@@ -203,7 +203,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
         .spawn()
         .expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(30);
-    let log = repo.join(".slipway/logs/run-docker-cancel.log");
+    let log = repo.join(".slipway/logs/run-2-dc0cce.log");
     while !std::fs::read_to_string(&log)
         .unwrap_or_default()
         .contains("started")
@@ -219,7 +219,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(result["status"], "cancelled");
     assert!(
-        containers_of("run-docker-cancel").is_empty(),
+        containers_of("run-2-dc0cce").is_empty(),
         "cancel removes the container"
     );
 }
@@ -331,4 +331,39 @@ fn containers_get_the_memory_and_process_limits_asked_for_and_bounded_defaults()
         "the error says how to write a size: {stderr}"
     );
     assert!(!env.local_branches(&repo).contains(&"limits/bad".to_owned()));
+}
+
+/// The parent of the agent's process as the agent sees it: the container's
+/// init (pid 1) when the agent is the container's own process, none (0) for
+/// an exec into a running container.
+fn agent_parent(env: &TestEnv, repo: &Path, extra: &[&str]) -> String {
+    // `sh` builtins only: the test image has no awk.
+    let script = "while read -r k v; do [ \"$k\" = PPid: ] && echo \"$v\" > parent.txt; done < /proc/$$/status; exit 0\n";
+    let result = ok_json(&docker_run(env, repo, extra, script));
+    std::fs::read_to_string(Path::new(s(&result, "worktreePath")).join("parent.txt"))
+        .expect("the agent wrote its parent")
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn an_agent_alone_in_its_run_is_the_containers_own_process_and_with_hooks_an_exec() {
+    require_docker_image();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    assert_eq!(
+        agent_parent(&env, &repo, &["--branch", "alone"]),
+        "1",
+        "the agent was not started as the container's process (under its init)"
+    );
+    // A sandbox hook runs first in the same container: the agent is an exec then.
+    assert_eq!(
+        agent_parent(
+            &env,
+            &repo,
+            &["--branch", "hooked", "--on-sandbox-ready", "true"]
+        ),
+        "0",
+        "with a sandbox hook the agent should be an exec into the running container"
+    );
 }

@@ -97,6 +97,7 @@ fn fixture() -> Fixture {
         "version = 2\nagent = \"codex\"\nsandbox = \"docker\"\nimage = \"repo-image:1\"\ncopy_to_worktree = [\".env\"]\n\n[hooks.host]\non_worktree_ready = [\"echo repo-ready\"]\n",
     )
     .expect("slipway.toml");
+    env.trust(&defaults);
     let head_defaults = env
         .new_repo("head-defaults")
         .canonicalize()
@@ -106,6 +107,7 @@ fn fixture() -> Fixture {
         "version = 2\nstrategy = \"head\"\n",
     )
     .expect("slipway.toml");
+    env.trust(&head_defaults);
     let branch_defaults = env
         .new_repo("branch-defaults")
         .canonicalize()
@@ -115,6 +117,7 @@ fn fixture() -> Fixture {
         "version = 2\nstrategy = \"branch\"\n",
     )
     .expect("slipway.toml");
+    env.trust(&branch_defaults);
 
     // Workspaces, one per default, each on a repository that has defaults of its own.
     let ws_repo = env.new_repo("ws-repo").canonicalize().expect("canonical");
@@ -123,6 +126,7 @@ fn fixture() -> Fixture {
         "version = 2\nagent = \"opencode\"\n\n[hooks.sandbox]\non_sandbox_ready = [\"echo from-repo\"]\n",
     )
     .expect("slipway.toml");
+    env.trust(&ws_repo);
     let dir = env.path().join("home/.config/slipway/workspaces");
     std::fs::create_dir_all(&dir).expect("workspaces dir");
     let mount = |policy: &str| {
@@ -1105,6 +1109,7 @@ fn the_users_config_and_the_repositorys_defaults_decide_the_same_on_both_edges()
         "version = 2\nstrategy = \"merge-to-head\"\nsource = \"host_head\"\n",
     )
     .expect("slipway.toml");
+    env.trust(&own);
     let config = env.path().join("home/.config/slipway");
     std::fs::create_dir_all(&config).expect("config dir");
     std::fs::write(
@@ -1161,7 +1166,12 @@ fn the_users_config_and_the_repositorys_defaults_decide_the_same_on_both_edges()
     );
     assert_eq!(created["sourceLabel"], "origin/main (default)", "{created}");
     // A run on an existing worktree needs no branch: the defaults are for new ones.
-    let r = plan(&mut lsp, &plain, &["--worktree", "made"], json!({ "worktree": "made" }))
-        .expect("a plan");
+    let r = plan(
+        &mut lsp,
+        &plain,
+        &["--worktree", "made"],
+        json!({ "worktree": "made" }),
+    )
+    .expect("a plan");
     assert_eq!(r["worktree"], "made", "{r}");
 }

@@ -107,9 +107,13 @@ fn bad_input_never_ends_the_session() {
     still_answers(&mut lsp, &repo, "an unknown command");
 
     // A run nobody started.
-    let error = lsp.err("slipway.cancel", json!({ "runId": "run-0-nothing" }));
+    let error = lsp.err("slipway.cancel", json!({ "runId": "run-0-abcdef" }));
     assert_eq!(kind(&error), "unknownRun", "{error}");
     still_answers(&mut lsp, &repo, "cancelling an unknown run");
+    // Something that is no run id at all never becomes a file name.
+    let error = lsp.err("slipway.cancel", json!({ "runId": "run-0-nothing" }));
+    assert_eq!(kind(&error), "invalidParams", "{error}");
+    still_answers(&mut lsp, &repo, "cancelling with a malformed run id");
 
     // Wrong argument types.
     let error = lsp.err("slipway.branches", json!({ "root": 42 }));

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(15);
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 16] = [
+const DESIGN_COMMANDS: [&str; 17] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -34,6 +34,7 @@ const DESIGN_COMMANDS: [&str; 16] = [
     "slipway.runs",
     "slipway.log",
     "slipway.seen",
+    "slipway.trust",
 ];
 
 fn canon(p: &Path) -> PathBuf {

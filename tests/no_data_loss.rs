@@ -48,7 +48,7 @@ fn failed_run_with_commits_keeps_its_temporary_branch() {
     let branch = s(&result, "branch").to_owned();
     let commits = commit_shas(&result);
     assert_eq!(commits.len(), 1);
-    assert!(s(&result, "keptBranch").contains("git merge"), "{result}");
+    assert_kept_for_slipway(&result, &branch);
     assert!(
         env.local_branches(&repo).contains(&branch),
         "the temp branch must be kept"
@@ -226,9 +226,9 @@ fn closing_a_dirty_worktree_keeps_every_kind_of_change() {
     std::fs::write(path.join("staged.txt"), "staged\n").expect("write");
     env.git(&path, &["add", "staged.txt"]);
     let porcelain = env.porcelain(&path);
-    let closed = env.slipway_json(&repo, &["worktree", "close", "wip"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "wip"], 3);
     assert_eq!(closed["outcome"], "preserved");
-    let again = env.slipway_json(&repo, &["worktree", "close", "wip"]);
+    let again = env.slipway_json_code(&repo, &["worktree", "close", "wip"], 3);
     assert_eq!(closed, again, "closing again gives the same answer");
     assert_eq!(
         env.porcelain(&path),
@@ -288,7 +288,7 @@ fn a_crash_between_record_and_worktree_loses_nothing() {
         "rebuilt record: {list}"
     );
     assert_eq!(list["worktrees"][0]["dirty"], true);
-    let closed = env.slipway_json(&repo, &["worktree", "close", "half"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "half"], 3);
     assert_eq!(closed["outcome"], "preserved");
     assert_eq!(
         std::fs::read_to_string(path.join("unsaved.txt")).expect("read"),
@@ -381,7 +381,7 @@ fn merge_timeout_leaves_the_host_exactly_as_it_was_and_keeps_the_branch() {
             commit_shas(&result)[0],
             "the agent's commit is kept on its branch"
         );
-        assert!(s(&result, "keptBranch").contains("git merge"), "{result}");
+        assert_kept_for_slipway(&result, branch);
     }
     // With time to spare (even more than a clock can count) the same run merges.
     let done = env.slipway_json(
@@ -542,7 +542,7 @@ fn a_locked_worktree_is_kept_even_with_force_as_git_keeps_it() {
             .success()
     );
 
-    let closed = env.slipway_json(&repo, &["worktree", "close", "locked", "--force"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "locked", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(s(&closed, "reason").contains("on a USB disk"), "{closed}");
     assert!(
@@ -595,7 +595,7 @@ fn a_worktree_git_forgot_keeps_its_files_even_with_force() {
         .join(wt.file_name().expect("name"));
     std::fs::remove_dir_all(&admin).expect("delete the admin dir");
 
-    let closed = env.slipway_json(&repo, &["worktree", "close", "forgotten", "--force"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "forgotten", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert_eq!(
         std::fs::read_to_string(wt.join("unsaved.txt")).expect("kept"),
@@ -616,7 +616,7 @@ fn force_never_deletes_a_repository_that_sits_where_the_worktree_was() {
     ));
     std::fs::write(other.join("precious.txt"), "someone else's\n").expect("file");
 
-    let closed = env.slipway_json(&repo, &["worktree", "close", "replaced", "--force"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "replaced", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(
         s(&closed, "reason").contains("repository of its own"),
@@ -685,4 +685,90 @@ fn create_refuses_a_branch_being_rebased_or_bisected_as_git_does() {
             "nothing was made"
         );
     }
+}
+
+#[test]
+fn work_the_agent_left_on_its_own_branches_or_a_detached_head_is_kept() {
+    require_docker_image();
+    for (sandbox, strategy) in [
+        (Sandbox::Host, &["--strategy", "head"][..]),
+        (Sandbox::Host, &["--branch", "agent/main-work"][..]),
+        (Sandbox::Docker, &["--strategy", "head"][..]),
+        (Sandbox::Docker, &["--strategy", "merge-to-head"][..]),
+    ] {
+        let env = TestEnv::new();
+        let repo = env.new_repo("repo");
+        let before = env.rev(&repo, "HEAD");
+        // The agent switches to branches of its own (and finally detaches),
+        // committing on each: none of it is the run's branch.
+        let script = "set -e\n\
+            git checkout -q -b side && echo side > side.txt && git add side.txt && git commit -qm 'on side'\n\
+            git checkout -q -b 'feat/deep' && echo deep > deep.txt && git add deep.txt && git commit -qm 'on feat/deep'\n\
+            git checkout -q --detach && echo loose > loose.txt && git add loose.txt && git commit -qm 'detached'\n\
+            echo DONE";
+        let mut args = vec!["--json", "run"];
+        args.extend_from_slice(strategy);
+        args.extend(sandbox.args());
+        args.extend(["--", "sh", "-c", script]);
+        let (_, result, log) = env.run_result(&repo, &args);
+        assert!(
+            log.contains("DONE"),
+            "{sandbox:?} {strategy:?}: {result}\n{log}"
+        );
+        let run_id = s(&result, "runId");
+        let kept = result["keptRefs"].as_array().cloned().unwrap_or_default();
+        let names: Vec<&str> = kept.iter().map(|k| s(k, "name")).collect();
+        for leaf in ["side", "feat/deep", "HEAD"] {
+            let name = format!("refs/slipway/kept/{run_id}/{leaf}");
+            assert!(
+                names.contains(&name.as_str()),
+                "{sandbox:?} {strategy:?}: {names:?}\n{log}"
+            );
+        }
+        let subjects = env.git(
+            &repo,
+            &[
+                "log",
+                "--format=%s",
+                &format!("refs/slipway/kept/{run_id}/HEAD"),
+            ],
+        );
+        assert_eq!(
+            subjects.lines().take(3).collect::<Vec<_>>(),
+            vec!["detached", "on feat/deep", "on side"],
+            "{sandbox:?} {strategy:?}: every commit is reachable on the host"
+        );
+        let fsck = env.git_output(&repo, &["fsck", "--no-dangling"]);
+        assert!(
+            fsck.status.success(),
+            "{}",
+            String::from_utf8_lossy(&fsck.stderr)
+        );
+        if strategy == ["--strategy", "head"] {
+            assert_eq!(
+                env.rev(&repo, "HEAD"),
+                before,
+                "the host's own branch did not move"
+            );
+        }
+    }
+}
+
+/// A kept branch is left to slipway's own commands: the result offers to
+/// review, land or discard it, and names no git command that goes around
+/// slipway's records.
+fn assert_kept_for_slipway(result: &serde_json::Value, branch: &str) {
+    let kept = s(result, "keptBranch");
+    assert!(
+        !kept.contains("git merge") && !kept.contains("git branch -D"),
+        "{result}"
+    );
+    let kinds: Vec<&str> = result["actions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no actions in {result}"))
+        .iter()
+        .filter(|a| a["worktree"] == branch)
+        .filter_map(|a| a["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["review", "land", "discard"], "{result}");
 }

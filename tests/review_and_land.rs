@@ -381,8 +381,10 @@ fn runs_and_log_return_a_real_runs_data_and_follow_delivers_appended_text() {
     let rest = lsp.ok("slipway.log", json!({ "runId": run_id, "from": half }));
     assert_eq!(s(&rest, "text"), &log[half..]);
     assert_eq!(rest["done"], true);
-    let e = lsp.err("slipway.log", json!({ "runId": "run-nope" }));
+    let e = lsp.err("slipway.log", json!({ "runId": "run-1-abcdef" }));
     assert_eq!(kind(&e), "unknownRun", "{e}");
+    let e = lsp.err("slipway.log", json!({ "runId": "run-nope" }));
+    assert_eq!(kind(&e), "invalidParams", "{e}");
 
     let runs = lsp.ok("slipway.runs", json!({ "root": repo }));
     let list = runs["runs"].as_array().expect("runs");

@@ -270,12 +270,21 @@ fn swapping_the_admin_dir_cannot_make_close_delete_the_host_repository() {
         let admin = repo.join(".git/worktrees").join(&id);
         let before = Before::take(&world);
         // Swap the admin dir so its `gitdir` names the host's `.git`, and
-        // point the worktree's own `.git` at the host repository.
+        // (from a container) point the worktree's own `.git` at the host
+        // repository. A host process that rewrites `.git` to name the host's
+        // git dir is running `git --git-dir=<host>` by another name: the host
+        // sandbox is no boundary for that, and it is attacked from containers.
+        let repoint = match sandbox {
+            Sandbox::Docker => format!(
+                "printf 'gitdir: {}\\n' > .git && echo dotgit-rewritten; ",
+                repo.join(".git").display()
+            ),
+            Sandbox::Host => String::new(),
+        };
         let script = format!(
             "A='{admin}'; mv \"$A\" \"$A.old\" && echo swapped; mkdir -p \"$A\"; \
              echo '{git}' > \"$A/gitdir\"; echo '../..' > \"$A/commondir\"; \
-             echo 'ref: refs/heads/main' > \"$A/HEAD\"; \
-             printf 'gitdir: {git}\\n' > .git && echo dotgit-rewritten; \
+             echo 'ref: refs/heads/main' > \"$A/HEAD\"; {repoint}\
              echo work > w.txt; git add w.txt; git commit -qm work; true",
             admin = admin.display(),
             git = repo.join(".git").display()
@@ -540,6 +549,13 @@ fn a_well_behaved_run_lists_no_ignored_ref() {
             "set -e\necho y > y.txt\ngit add y.txt\ngit commit -qm polite\n",
         );
         assert_eq!(result["refsIgnored"], serde_json::json!([]));
+        // Nor anything quarantined: the worktree's .git file, pointed at the
+        // private git dir for the run, comes back byte for byte.
+        assert_eq!(
+            result["quarantined"],
+            serde_json::json!([]),
+            "{sandbox:?}: {result}"
+        );
         assert_eq!(commit_shas(&result).len(), 1);
         before.check(&world, &["refs/heads/polite"], None, &log);
     }
@@ -840,7 +856,7 @@ fn a_head_run_in_docker_cannot_rewrite_slipway_records() {
         .map(|e| (e.path(), std::fs::read(e.path()).expect("record")))
         .collect();
     assert_eq!(records_after, records_before, "a record changed");
-    let closed = env.slipway_json(repo, &["worktree", "close", "sibling", "--force"]);
+    let closed = env.slipway_json_code(repo, &["worktree", "close", "sibling", "--force"], 3);
     assert_eq!(closed["outcome"], "removed", "{closed}");
     assert_eq!(
         std::fs::read_to_string(outside.join("keep.txt")).expect("keep"),
@@ -870,9 +886,10 @@ fn an_altered_record_never_makes_close_delete_another_folder() {
         let mut record: Value = serde_json::from_str(&original).expect("json");
         record["path"] = Value::String(target.display().to_string());
         std::fs::write(&record_path, record.to_string()).expect("alter");
-        let closed = env.slipway_json(repo, &["worktree", "close", "sibling", "--force"]);
-        assert_eq!(closed["outcome"], "preserved", "{closed}");
-        assert!(s(&closed, "reason").contains("will not delete"), "{closed}");
+        // The record is not acted on at all: its path is not the one
+        // slipway derives from its id.
+        let (_, err) = env.slipway_fail(repo, &["worktree", "close", "sibling", "--force"]);
+        assert_eq!(err["kind"], "corruptRecord", "{err}");
         assert!(
             target.join(".").is_dir(),
             "{} was deleted",
@@ -895,7 +912,7 @@ fn an_altered_record_never_makes_close_delete_another_folder() {
         "mine\n",
         "an unrelated repository",
     );
-    let closed = env.slipway_json(repo, &["worktree", "close", "sibling", "--force"]);
+    let closed = env.slipway_json_code(repo, &["worktree", "close", "sibling", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(world.sibling.join("mine.txt").is_file());
 }

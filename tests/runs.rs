@@ -377,7 +377,7 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
             "--json",
             "run",
             "--run-id",
-            "run-follow-1",
+            "run-1-f0110f",
             "--branch",
             "f",
             "--",
@@ -388,12 +388,12 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
         .spawn()
         .expect("spawn run");
     // Wait for the run to exist, then follow it to the end.
-    let record = repo.join(".slipway/runs/run-follow-1.json");
+    let record = repo.join(".slipway/runs/run-1-f0110f.json");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !record.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let followed = env.slipway(&repo, &["logs", "run-follow-1", "--follow"]);
+    let followed = env.slipway(&repo, &["logs", "run-1-f0110f", "--follow"]);
     assert!(followed.status.success());
     let text = String::from_utf8_lossy(&followed.stdout);
     for i in 1..=5 {
@@ -406,10 +406,12 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
     assert!(run.wait().expect("wait").success());
     let runs = env.slipway_json(&repo, &["runs"]);
     let entry = &runs["runs"][0];
-    assert_eq!(entry["runId"], "run-follow-1");
+    assert_eq!(entry["runId"], "run-1-f0110f");
     assert_eq!(entry["status"], "completed");
-    let (_, err) = env.slipway_fail(&repo, &["logs", "no-such-run"]);
+    let (_, err) = env.slipway_fail(&repo, &["logs", "run-9-abcdef"]);
     assert_eq!(err["kind"], "unknownRun");
+    let (_, err) = env.slipway_fail(&repo, &["logs", "../../etc/passwd"]);
+    assert_eq!(err["kind"], "invalidParams", "{err}");
 }
 
 #[test]
@@ -466,4 +468,42 @@ fn an_empty_completion_signal_or_zero_iterations_is_refused_before_the_agent_run
     assert!(stderr.contains("--max-iterations"), "{stderr}");
     assert!(!marker.exists(), "the agent must not run");
     assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
+}
+
+#[test]
+fn a_run_log_stops_at_its_size_cap_with_a_marker_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    env.set_env("SLIPWAY_LOG_LIMIT", "1048576");
+    // 16 MiB without a newline, then 20k short lines, then a commit.
+    let script = "head -c 16777216 /dev/zero | tr '\\0' x; echo\n\
+                  i=0; while [ $i -lt 20000 ]; do echo \"line $i\"; i=$((i+1)); done\n\
+                  echo done > done.txt; git add done.txt; git commit -qm 'after the flood'; echo FINISHED";
+    let (ok, result, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "agent/loud",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert!(ok, "{result}");
+    assert_eq!(commit_shas(&result).len(), 1, "the run went on to its end");
+    let size = std::fs::metadata(s(&result, "logFile")).expect("log").len();
+    assert!(size < 1_200_000, "the log holds {size} bytes");
+    assert!(
+        log.contains("the log reached its limit of 1048576 bytes"),
+        "the cut is marked: {}",
+        &log[log.len().saturating_sub(500)..]
+    );
+    assert!(
+        !log.contains("FINISHED"),
+        "output after the cut is not kept"
+    );
+    assert!(log.contains("[slipway]"), "slipway's own lines still are");
 }

@@ -86,6 +86,17 @@ fn fixture(env: &TestEnv) -> std::path::PathBuf {
     repo
 }
 
+/// A repository whose `slipway.toml` (a host hook and the host sandbox) nobody trusted.
+fn untrusted_repo(env: &TestEnv) -> std::path::PathBuf {
+    let repo = env.new_repo("hooked").canonicalize().expect("canonical");
+    std::fs::write(
+        repo.join("slipway.toml"),
+        "version = 2\nsandbox = \"none\"\n\n[hooks.host]\non_worktree_ready = [\"make deps\"]\n",
+    )
+    .expect("slipway.toml");
+    repo
+}
+
 fn stderr_text(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
     let out = env.slipway(dir, args);
     assert!(!out.status.success(), "{args:?} should fail");
@@ -117,8 +128,12 @@ fn cli_error_messages() {
         stderr_text(&env, &repo, &["run", "--image", "img", "--", "true"])
     ));
     text.push_str(&format!(
-        "# the command agent without a program\n{}\n",
+        "# the command agent without a program\n{}\n\n",
         stderr_text(&env, &repo, &["run"])
+    ));
+    text.push_str(&format!(
+        "# an untrusted slipway.toml\n{}\n",
+        stderr_text(&env, &untrusted_repo(&env), &["run", "--", "true"])
     ));
     settings().bind(|| insta::assert_snapshot!("cli_error_messages", text));
 }
@@ -148,6 +163,13 @@ fn protocol_error_answers() {
             json!({ "root": repo, "agent": { "type": "command", "command": [] }, "dryRun": true }),
         ),
     );
+    answers.insert(
+        "an untrusted slipway.toml".into(),
+        lsp.err(
+            "slipway.run",
+            json!({ "root": untrusted_repo(&env), "agent": { "type": "command", "command": ["true"] }, "dryRun": true }),
+        ),
+    );
     let text = env.normalise(&serde_json::to_string_pretty(&answers).expect("json"));
     settings().bind(|| insta::assert_snapshot!("protocol_error_answers", text));
 }
@@ -161,6 +183,7 @@ fn a_checked_plan_and_a_created_worktree() {
         "version = 2\nagent = \"codex\"\n\n[hooks.host]\non_worktree_ready = [\"make deps\"]\n",
     )
     .expect("slipway.toml");
+    env.trust(&repo);
     let plan = env.slipway_json(
         &repo,
         &[

@@ -269,3 +269,60 @@ fn head_is_not_a_worktree_strategy() {
     );
     assert_eq!(err["kind"], "invalidParams");
 }
+
+#[test]
+fn git_a_host_run_starts_elsewhere_is_not_pointed_at_the_runs_git_dir() {
+    // A host run in a worktree reaches its private git dir through the
+    // worktree's `.git` file, not GIT_DIR/GIT_WORK_TREE: a repository the
+    // agent makes in a subfolder, or clones into /tmp, is its own.
+    let env = TestEnv::new();
+    let upstream = env.new_repo("upstream");
+    let upstream_tip = env.rev(&upstream, "HEAD");
+    let repo = env.new_repo("repo");
+    let base = env.rev(&repo, "HEAD");
+    let clone = env.path().join("elsewhere");
+    let script = format!(
+        "set -e\n\
+         [ -z \"$GIT_DIR\" ] && [ -z \"$GIT_WORK_TREE\" ] && echo NO-GIT-ENV\n\
+         git init -q inner && git -C inner commit -q --allow-empty -m 'inner repository'\n\
+         git clone -q {up} {clone} && git -C {clone} rev-parse HEAD > cloned.txt\n\
+         rm -rf inner; git add cloned.txt; git commit -qm 'what the clone had'\n\
+         git rev-parse --git-dir",
+        up = upstream.display(),
+        clone = clone.display()
+    );
+    let (ok, result, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "agent/elsewhere",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert!(ok, "{result}\n{log}");
+    assert!(log.contains("NO-GIT-ENV"), "{log}");
+    assert_eq!(
+        rev_list(&env, &repo, &format!("{base}..agent/elsewhere")).len(),
+        1,
+        "only the agent's commit in the worktree is on its branch: {log}"
+    );
+    assert_eq!(
+        env.git(&repo, &["show", "agent/elsewhere:cloned.txt"]),
+        upstream_tip,
+        "the clone in another folder is a clone of the upstream"
+    );
+    assert_eq!(env.rev(&clone, "HEAD"), upstream_tip);
+    // The worktree's `.git` names its own admin dir again.
+    let worktree = Path::new(s(&result, "worktreePath"));
+    let dot_git = std::fs::read_to_string(worktree.join(".git")).expect("gitfile");
+    assert!(dot_git.contains(".git/worktrees/"), "{dot_git}");
+    assert_eq!(
+        env.git(worktree, &["rev-parse", "HEAD"]),
+        env.rev(&repo, "agent/elsewhere")
+    );
+}

@@ -44,6 +44,9 @@ pub enum Command {
     Discard(CloseArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
+    /// Approve the repository's slipway.toml (or prompt templates) in its present content:
+    /// shows the file, its hash and what it would run, then records the approval.
+    Trust(TrustArgs),
     /// Docker images for the docker sandboxes.
     #[command(subcommand)]
     Image(ImageCommand),
@@ -53,6 +56,13 @@ pub enum Command {
     /// Workspaces: several host folders, each shared or isolated, for one agent.
     #[command(subcommand)]
     Workspace(super::workspace::WorkspaceCommand),
+    /// Deletes what is in a repository's worktree trash (slipway starts this
+    /// itself, detached, after a close).
+    #[command(name = "empty-trash", hide = true)]
+    EmptyTrash {
+        /// The repository's `.slipway` folder.
+        slipway_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Args, Clone)]
@@ -261,6 +271,17 @@ pub struct LspArgs {
     /// Accepted and ignored: language clients add it; stdio is the only transport.
     #[arg(long, hide = true)]
     pub stdio: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// A file to approve instead of the repository's slipway.toml (a prompt template,
+    /// or a slipway.toml elsewhere).
+    #[arg(long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Show what would be approved, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

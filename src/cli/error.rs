@@ -128,6 +128,13 @@ pub fn hint_text(hint: &Hint) -> String {
         Hint::UseStrategy { strategies } => {
             format!("or use --strategy {}", strategies.join(" or "))
         }
+        Hint::Trust { files } => format!(
+            "read it, and if you want what it does, approve it with `slipway trust{}` and run again",
+            files
+                .iter()
+                .map(|f| format!(" --file {}", f.display()))
+                .collect::<String>()
+        ),
     }
 }
 

@@ -21,7 +21,7 @@ pub fn print_log(
 ) -> Result<ExitCode, CliError> {
     let dir = host.slipway_dir();
     let run_id = match run {
-        Some(id) => id.to_owned(),
+        Some(id) => slipway_core::ids::RunId::parse(id).map_err(|e| CliError::from_failure(&e))?,
         None => RunRecord::load_all(&dir)
             .last()
             .map(|r| r.run_id.clone())

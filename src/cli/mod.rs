@@ -39,6 +39,11 @@ use sandbox::{image_build, sandbox_command};
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    // Deleting a closed worktree's files goes on in a detached `slipway
+    // empty-trash` (without our own path, the core deletes them in place).
+    if let Ok(exe) = std::env::current_exe() {
+        slipway_core::worktree::trash::set_emptier(exe, vec!["empty-trash".into()]);
+    }
     let cli = Cli::parse();
     let json = cli.json;
     match dispatch(cli) {
@@ -187,6 +192,12 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::EmptyTrash { slipway_dir } => {
+            for problem in slipway_core::worktree::trash::empty(&slipway_dir) {
+                eprintln!("slipway: {problem}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Worktree(WorktreeCommand::List) => {
             let host = open(&cli.repo)?;
             let list = worktree::list(&host)?;
@@ -257,6 +268,28 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             sandbox_command(&host, command, cli.json)
         }
         Command::Workspace(command) => workspace::dispatch(command, cli.json),
+        Command::Trust(args) => {
+            use slipway_core::trust::{TrustRequest, approve_here};
+            let requests: Vec<TrustRequest> = if args.files.is_empty() {
+                vec![TrustRequest::repository(open(&cli.repo)?.root())]
+            } else {
+                args.files
+                    .into_iter()
+                    .map(|path| TrustRequest {
+                        path,
+                        ..TrustRequest::default()
+                    })
+                    .collect()
+            };
+            let trusted =
+                approve_here(&requests, args.dry_run).map_err(|e| CliError::from_failure(&e))?;
+            if cli.json {
+                print_json(&serde_json::json!({ "trusted": trusted, "dryRun": args.dry_run }));
+            } else {
+                print!("{}", render::trusted(&trusted, args.dry_run));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Runs => {
             let host = open(&cli.repo)?;
             let runs = run::listing::runs(&host);

@@ -267,6 +267,7 @@ pub fn run_result(r: &RunResult) -> String {
             c.after.as_deref().unwrap_or("deleted")
         );
     }
+    out.push_str(&sensitive(&r.sensitive_changes));
     for w in &r.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
@@ -316,12 +317,32 @@ pub fn landed(l: &slipway_core::review::land::Landed) -> String {
         ""
     };
     format!(
-        "Landed {} into {}: {what} {}{files}\n{}",
+        "Landed {} into {}: {what} {}{files}\n{}{}",
         l.branch,
         l.into,
         short(&l.commit),
+        sensitive(&l.sensitive_changes),
         next::lines(&l.actions)
     )
+}
+
+/// One line for each changed file that makes programs run on the host.
+fn sensitive(changes: &[slipway_core::review::sensitive::SensitiveChange]) -> String {
+    use slipway_core::review::sensitive::ChangeStatus;
+    let mut out = String::new();
+    for c in changes {
+        let how = match c.status {
+            ChangeStatus::Added => "added",
+            ChangeStatus::Modified => "changed",
+            ChangeStatus::Deleted => "removed",
+        };
+        let _ = writeln!(
+            out,
+            "  read before your tools do: {} {how}: {}",
+            c.path, c.why
+        );
+    }
+    out
 }
 
 /// A worktree's change, one line a file: status, +added -removed, where
@@ -364,8 +385,61 @@ pub fn diff(d: &slipway_core::review::diff::WorktreeDiff) -> String {
             Some(old) => format!("{old} -> {}", f.path),
             None => f.path.clone(),
         };
-        let _ = writeln!(out, "{letter} {counts:>12}  {place:<21}  {path}");
+        let flag = match &f.sensitive {
+            Some(s) => format!("  ! {}", s.why),
+            None => String::new(),
+        };
+        let _ = writeln!(out, "{letter} {counts:>12}  {place:<21}  {path}{flag}");
     }
     out.push_str(&next::lines(&d.actions));
+    out
+}
+
+/// What `slipway trust` approved (or would), for people: each file with its
+/// hash and everything it makes slipway do.
+pub fn trusted(subjects: &[slipway_core::trust::TrustSubject], dry_run: bool) -> String {
+    let mut out = String::new();
+    for s in subjects {
+        let link = s
+            .symlink_to
+            .as_ref()
+            .map(|t| format!(" (a symlink to {})", t.display()))
+            .unwrap_or_default();
+        let _ = writeln!(out, "{}{link}", s.path.display());
+        match &s.hash {
+            Some(hash) => {
+                let before = match &s.trusted_hash {
+                    Some(old) if old == hash => " (trusted already)".to_owned(),
+                    Some(old) => format!(" (changed: {} was trusted)", short(old)),
+                    None => String::new(),
+                };
+                let _ = writeln!(out, "  hash: {hash}{before}");
+            }
+            None if s.trusted_hash.is_some() => {
+                let _ = writeln!(out, "  gone: its earlier approval is dropped");
+            }
+            None => {
+                let _ = writeln!(out, "  no such file: there is nothing to approve");
+            }
+        }
+        for c in &s.commands {
+            let _ = writeln!(out, "  runs: {}  ({})", c.command, c.source);
+        }
+        for setting in &s.settings {
+            let _ = writeln!(out, "  sets: {} = {}", setting.key, setting.value);
+        }
+        if s.hash.is_some() && s.commands.is_empty() && s.settings.is_empty() {
+            let _ = writeln!(out, "  names nothing that runs or chooses the sandbox");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if dry_run {
+            "Nothing recorded (--dry-run)."
+        } else {
+            "Trusted: slipway uses this content until it changes."
+        }
+    );
     out
 }

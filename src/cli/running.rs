@@ -20,8 +20,14 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
         (None, None) => None,
         _ => Some(source_policy(&args.source, SourcePolicy::HostHead)?),
     };
+    let run_id = args
+        .run_id
+        .as_deref()
+        .map(slipway_core::ids::RunId::parse)
+        .transpose()
+        .map_err(|e| CliError::from_failure(&e))?;
     Ok(RunInput {
-        run_id: args.run_id,
+        run_id,
         repository,
         strategy: args.strategy.map(|s| match s {
             StrategyArg::Head => StrategyKind::Head,

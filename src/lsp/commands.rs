@@ -9,11 +9,13 @@ use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
     self, BranchesArgs, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs,
-    RootArgs, RunArgs, error, failure,
+    RootArgs, RunArgs, TrustArgs, error, failure,
 };
+use super::status_cache::StatusCache;
 use slipway_core::error::ErrorKind;
 use slipway_core::git::policy;
 use slipway_core::git::{HostRepo, OpenError, branches};
+use slipway_core::ids::RunId;
 use slipway_core::plan::worktree::{CreateInput, plan_create};
 use slipway_core::plan::{self, PlanError, RunPlan};
 use slipway_core::run;
@@ -102,6 +104,7 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
         "strategy": created.record.strategy,
         "reused": created.reused,
         "notes": created.notes,
+        "copy": created.copy,
     });
     if let (Some(agent), Value::Object(map)) = (interactive, &mut answer) {
         let invocation = agent.interactive();
@@ -113,10 +116,23 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
     Ok(answer)
 }
 
-/// `slipway.list`.
-pub fn list(args: RootArgs) -> Answer {
+/// `slipway.list`, each worktree's changes and commits ahead read from the
+/// watched cache of its repository (`cache_of` gives it): only worktrees
+/// that changed on disk since they were last read are read again.
+pub fn list(
+    args: RootArgs,
+    cache_of: impl FnOnce(&HostRepo) -> std::sync::Arc<std::sync::Mutex<StatusCache>>,
+) -> Answer {
     let host = open(&args.root)?;
-    let list = worktree::list(&host).map_err(git_error)?;
+    let cache = cache_of(&host);
+    // A poisoned cache is only stale: its next read is from disk.
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let list = worktree::list_with(&host, |record| {
+        cache.status(record, || worktree::read_status(&host, record))
+    })
+    .map_err(git_error)?;
     Ok(json!({ "worktrees": list, "keptBranches": slipway_core::review::kept(&host) }))
 }
 
@@ -207,6 +223,24 @@ pub fn diff(args: DiffArgs) -> Answer {
     .map_err(|e| failure(&e))
 }
 
+/// `slipway.trust`: the files given, else the repository's `slipway.toml`.
+pub fn trust(args: TrustArgs) -> Answer {
+    use slipway_core::trust::{TrustRequest, approve_here};
+    let requests = match (args.files, &args.root) {
+        (Some(files), _) if !files.is_empty() => files,
+        (_, Some(root)) => vec![TrustRequest::repository(open(root)?.root())],
+        (_, None) => {
+            return Err(error(
+                ErrorKind::InvalidParams,
+                "slipway.trust needs `root` (to approve its `slipway.toml`) or `files`",
+                Value::Null,
+            ));
+        }
+    };
+    let trusted = approve_here(&requests, args.dry_run).map_err(|e| failure(&e))?;
+    Ok(json!({ "trusted": trusted, "dryRun": args.dry_run }))
+}
+
 /// `slipway.runs`.
 pub fn runs(args: RootArgs) -> Answer {
     let host = open(&args.root)?;
@@ -215,7 +249,11 @@ pub fn runs(args: RootArgs) -> Answer {
 
 /// `slipway.log`: the first repository of `roots` that knows the run reads
 /// its log from `from`; the answer and that repository's root.
-pub fn log(roots: &[PathBuf], run_id: &str, from: u64) -> Result<(Value, PathBuf), jsonrpc::Error> {
+pub fn log(
+    roots: &[PathBuf],
+    run_id: &RunId,
+    from: u64,
+) -> Result<(Value, PathBuf), jsonrpc::Error> {
     for root in roots {
         let Ok(host) = HostRepo::open(root) else {
             continue;
@@ -227,7 +265,7 @@ pub fn log(roots: &[PathBuf], run_id: &str, from: u64) -> Result<(Value, PathBuf
         return Ok((to_value(&chunk), host.root().to_path_buf()));
     }
     Err(failure(&run::log_read::LogError::UnknownRun {
-        run_id: run_id.to_owned(),
+        run_id: run_id.to_string(),
     }))
 }
 

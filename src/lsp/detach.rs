@@ -6,11 +6,12 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use slipway_core::git::HostRepo;
+use slipway_core::ids::RunId;
 use slipway_core::run::RunRequest;
 use slipway_core::run::record::runs_dir;
 
 /// Starts `slipway run --request-file …` detached; returns once the process exists.
-pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<String> {
+pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<RunId> {
     let run_id = request
         .run_id
         .clone()

@@ -8,6 +8,7 @@ mod commands;
 mod detach;
 mod framing;
 mod front;
+mod memory;
 pub mod protocol;
 mod server;
 mod state;
@@ -23,6 +24,7 @@ pub use server::SlipwayServer;
 /// Logs go to stderr or `log_file`, never to stdout.
 pub fn serve_stdio(log_file: Option<&Path>) -> std::io::Result<()> {
     init_logging(log_file)?;
+    memory::limit_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

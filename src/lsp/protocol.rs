@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult, SandboxSpec};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 16] = [
+pub const COMMANDS: [&str; 17] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -37,6 +37,7 @@ pub const COMMANDS: [&str; 16] = [
     "slipway.runs",
     "slipway.log",
     "slipway.seen",
+    "slipway.trust",
 ];
 
 /// `{root}`.
@@ -45,6 +46,21 @@ pub const COMMANDS: [&str; 16] = [
 pub struct RootArgs {
     /// Any path inside the repository or one of its worktrees.
     pub root: PathBuf,
+}
+
+/// `slipway.trust`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustArgs {
+    /// The repository whose `slipway.toml` is approved when `files` is absent.
+    pub root: Option<PathBuf>,
+    /// The files to approve, each with the content the user was shown
+    /// (`{path, hash}` as `untrustedConfig`'s `data.files` gives them, or
+    /// `{path, removed: true}` for one that is gone).
+    pub files: Option<Vec<slipway_core::trust::TrustRequest>>,
+    /// Answer what would be approved, and record nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `slipway.branches`.
@@ -185,7 +201,7 @@ impl RunArgs {
 #[serde(rename_all = "camelCase")]
 pub struct CancelArgs {
     /// The run.
-    pub run_id: String,
+    pub run_id: slipway_core::ids::RunId,
     /// Its repository, when the sidecar has not seen the run.
     pub root: Option<PathBuf>,
 }
@@ -241,7 +257,7 @@ pub struct LandArgs {
 #[serde(rename_all = "camelCase")]
 pub struct LogArgs {
     /// The run.
-    pub run_id: String,
+    pub run_id: slipway_core::ids::RunId,
     /// Byte offset to read from (default 0).
     #[serde(default)]
     pub from: u64,
@@ -264,8 +280,9 @@ impl Notification for RunLog {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SeenArgs {
-    /// The runs whose end the client has shown the user.
-    pub run_ids: Vec<String>,
+    /// The runs whose end the client has shown the user (ids are parsed: a
+    /// name that is not a run id is refused before it names a file).
+    pub run_ids: Vec<slipway_core::ids::RunId>,
 }
 
 /// `slipway.status`.
@@ -375,6 +392,9 @@ fn hint_text(hint: &Hint) -> String {
         }
         Hint::ChangeWorkspace { name } => format!("workspace '{name}' exists: edit or remove it"),
         Hint::UseStrategy { strategies } => format!("or use strategy {}", strategies.join(" or ")),
+        Hint::Trust { .. } => {
+            "show the user `data.files`; if they approve, call `slipway.trust` with those `files` (path and hash) and send the request again".into()
+        }
     }
 }
 

@@ -50,8 +50,16 @@ impl SlipwayServer {
                 let Ok(host) = commands::open(&root) else {
                     continue;
                 };
-                if let Ok(value) = commands::cancel(&host, &args) {
-                    return Ok(value);
+                match commands::cancel(&host, &args) {
+                    Ok(value) => return Ok(value),
+                    // Found but refused: that answer, not "unknown".
+                    Err(e)
+                        if e.data.as_ref().and_then(|d| d.get("kind"))
+                            != Some(&Value::from(ErrorKind::UnknownRun.as_str())) =>
+                    {
+                        return Err(e);
+                    }
+                    Err(_) => {}
                 }
             }
             Err(error(
@@ -65,7 +73,7 @@ impl SlipwayServer {
         })
         .await
         .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
-        tracing::info!(run_id, "cancel requested");
+        tracing::info!(run_id = run_id.as_str(), "cancel requested");
         self.state.poke();
         answer
     }
@@ -100,7 +108,10 @@ impl SlipwayServer {
                     let read =
                         tokio::task::spawn_blocking(move || commands::log(&roots, &id, next)).await;
                     let Ok(Ok((chunk, _))) = read else {
-                        tracing::warn!(run_id, "following the log stopped: it cannot be read");
+                        tracing::warn!(
+                            run_id = run_id.as_str(),
+                            "following the log stopped: it cannot be read"
+                        );
                         return;
                     };
                     let done = chunk["done"].as_bool().unwrap_or(true);
@@ -199,13 +210,15 @@ where
         .acquire()
         .await
         .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        error(
-            ErrorKind::Internal,
-            format!("the command panicked: {e}"),
-            Value::Null,
-        )
-    })?
+    tokio::task::spawn_blocking(|| super::memory::tracked(f))
+        .await
+        .map_err(|e| {
+            error(
+                ErrorKind::Internal,
+                format!("the command panicked: {e}"),
+                Value::Null,
+            )
+        })?
 }
 
 impl LanguageServer for SlipwayServer {
@@ -307,7 +320,8 @@ impl LanguageServer for SlipwayServer {
             }
             "slipway.list" => {
                 let a = parse_args(&command, &args)?;
-                blocking(move || commands::list(a)).await
+                let state = self.state.clone();
+                blocking(move || commands::list(a, |host| state.cache_blocking(host))).await
             }
             "slipway.close" => {
                 let a = parse_args(&command, &args)?;
@@ -340,6 +354,10 @@ impl LanguageServer for SlipwayServer {
                 blocking(move || commands::runs(a)).await
             }
             "slipway.log" => self.log(parse_args(&command, &args)?).await,
+            "slipway.trust" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::trust(a)).await
+            }
             "slipway.status" => status_command(&self.state, parse_args(&command, &args)?).await,
             "slipway.seen" => {
                 let a: protocol::SeenArgs = parse_args(&command, &args)?;

@@ -34,7 +34,7 @@ struct RecordKey {
     /// A worktree closed and made again at the same path is another worktree.
     created: u64,
     state: WorktreeState,
-    run_id: Option<String>,
+    run_id: Option<slipway_core::ids::RunId>,
     branch: String,
     base_commit: String,
 }

@@ -200,6 +200,18 @@ impl TestEnv {
         (stdout, err)
     }
 
+    /// Approves the repository's `slipway.toml` as it is now, as the user
+    /// would with `slipway trust`.
+    pub fn trust(&self, repo: &Path) {
+        let out = self.slipway(repo, &["trust"]);
+        assert!(
+            out.status.success(),
+            "slipway trust failed in {}:\n{}",
+            repo.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// A new repository `name` on branch `main` with one commit (README.md).
     pub fn new_repo(&self, name: &str) -> PathBuf {
         let dir = self.path().join(name);
@@ -307,6 +319,22 @@ pub fn json_error(stderr: &[u8]) -> Option<Value> {
     let line = stderr.lines().rev().find(|l| l.starts_with("{\"error\""))?;
     let doc: Value = serde_json::from_str(line).ok()?;
     Some(doc["error"].clone())
+}
+
+/// Runs the docker CLI against the engine at `host` (the default one when
+/// `None`); panics with its output if it fails. Returns trimmed stdout.
+pub fn docker(host: Option<&str>, args: &[&str]) -> String {
+    let mut cmd = Command::new("docker");
+    if let Some(host) = host {
+        cmd.env("DOCKER_HOST", host);
+    }
+    let out = cmd.args(args).output().expect("the docker CLI runs");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// A string field of a JSON value.

@@ -43,12 +43,7 @@ nv() { "$NVIM_BIN" --server "$nvim_sock" --remote-expr "luaeval(\"$1\")" 2>/dev/
 nv_is() { [ "$(nv "$1")" = "$2" ]; }
 nv_at_least() { local v; v=$(nv "$1"); [ -n "$v" ] && [ "$v" -ge "$2" ]; }
 
-repo=$work/repo
-mkdir -p "$repo"
-git -C "$repo" init -q -b main
-printf 'hello\n' >"$repo/README.md"
-git -C "$repo" add README.md
-git -C "$repo" commit -q -m initial
+tmux_repo
 
 agent=$work/agent.sh
 cat >"$agent" <<'AGENT'

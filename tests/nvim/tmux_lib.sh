@@ -22,3 +22,13 @@ tmux_setup() { # session name
   socket="$work/tmux.sock"
   trap 'tmux -S "$socket" kill-server >/dev/null 2>&1; [ "${SLIPWAY_NVIM_KEEP:-0}" = 1 ] || rm -rf "$work"' EXIT
 }
+
+# $repo: a new repository under $work with README.md committed on main.
+tmux_repo() {
+  repo=$work/repo
+  mkdir -p "$repo"
+  git -C "$repo" init -q -b main
+  printf 'hello\n' >"$repo/README.md"
+  git -C "$repo" add README.md
+  git -C "$repo" commit -q -m initial
+}

@@ -20,12 +20,7 @@ fi
 tmux_setup slipway-test
 
 # A repository with a worktree holding one commit.
-repo=$work/repo
-mkdir -p "$repo"
-git -C "$repo" init -q -b main
-printf 'hello\n' >"$repo/README.md"
-git -C "$repo" add README.md
-git -C "$repo" commit -q -m initial
+tmux_repo
 out=$("$SLIPWAY_BIN" --repo "$repo" --json worktree create --branch tm/one --source host-head 2>&1) || fail "slipway worktree create" "$out"
 wt=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')
 printf 'hello\nfrom tmux\n' >"$wt/README.md"

@@ -106,6 +106,8 @@ kinds! {
     RunDied = "runDied",
     /// The run's branch could not be imported from its private git dir.
     ImportRefused = "importRefused",
+    /// A repository file that runs programs or chooses the sandbox, in content the user has not approved.
+    UntrustedConfig = "untrustedConfig",
     /// A record written by a newer or older slipway that this one cannot use.
     OutdatedState = "outdatedState",
     /// An image build failed.
@@ -168,6 +170,10 @@ kinds! {
     BareRepository = "bareRepository",
     /// A slipway record that cannot be read.
     CorruptRecord = "corruptRecord",
+    /// State under `.slipway/` that slipway cannot have written (a record or
+    /// journal naming another path or process, a `.slipway/` git tracks or
+    /// another user owns): nothing destructive is done with it.
+    UntrustedState = "untrustedState",
     /// Filesystem trouble.
     Io = "io",
     /// libgit2 failed.
@@ -282,6 +288,11 @@ pub enum Hint {
         /// Which ones would do.
         strategies: Vec<String>,
     },
+    /// Read these files, then approve them in their present content.
+    Trust {
+        /// The files.
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 /// A failure as an edge reports it.
@@ -356,6 +367,7 @@ macro_rules! failure_by_kind {
 }
 
 failure_by_kind!(
+    crate::ids::IdError,
     crate::agent::AgentSpecError,
     crate::agent::session::SessionError,
     crate::workspace::edit::EditError,

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{RunId, SandboxId, WorktreeId};
+
 /// An operation under way, as much as its recovery needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
@@ -42,19 +44,94 @@ pub enum Operation {
     /// until its branch is imported: a run that dies leaves its work there,
     /// and recovery imports it (once nothing of the run holds `lock_branch`).
     Import {
-        run_id: String,
+        run_id: RunId,
         /// The host ref the run works on, and its value at start.
         refname: String,
         start: Option<String>,
-        /// The private git dir on the host.
-        private_dir: std::path::PathBuf,
-        /// The checkout whose index follows the ref.
-        checkout: std::path::PathBuf,
+        /// The long-lived sandbox whose private git dir the run used
+        /// (`None`: the run's own, under `gitdirs/<run>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxId>,
+        /// The worktree whose index follows the ref (`None`: the host
+        /// checkout, for `head` runs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<WorktreeId>,
         /// The branch lock every process of the run holds.
         lock_branch: String,
         /// A long-lived sandbox's dir stays after the import.
         keep: bool,
+        /// The paths an older slipway wrote instead of ids: used only when
+        /// they are exactly what ids derive (see [`crate::recovery`]).
+        #[serde(default, skip_serializing)]
+        private_dir: Option<PathBuf>,
+        #[serde(default, skip_serializing)]
+        checkout: Option<PathBuf>,
     },
+}
+
+impl Operation {
+    /// Checks what an entry read from disk names: ids that are plain file
+    /// names, branch and ref names git accepts, a worktree id that is its
+    /// branch's encoding. An entry that fails is not acted on.
+    pub fn check(&self) -> Result<(), String> {
+        use crate::git::refname::validate_branch_name;
+        let branch_ref = |name: &str| -> Result<(), String> {
+            let branch = name
+                .strip_prefix("refs/heads/")
+                .ok_or_else(|| format!("'{name}' is not a local branch"))?;
+            validate_branch_name(branch).map_err(|e| e.to_string())
+        };
+        let oid = |text: &str| -> Result<(), String> {
+            git2::Oid::from_str(text)
+                .map(|_| ())
+                .map_err(|_| format!("'{text}' is not a commit id"))
+        };
+        match self {
+            Operation::Merge {
+                target, ours, new, ..
+            } => {
+                branch_ref(target)?;
+                oid(ours)?;
+                oid(new)
+            }
+            Operation::Create {
+                id, branch, base, ..
+            } => {
+                validate_branch_name(branch).map_err(|e| e.to_string())?;
+                oid(base)?;
+                worktree_of(id, branch)
+            }
+            Operation::Close { id, branch } => {
+                validate_branch_name(branch).map_err(|e| e.to_string())?;
+                worktree_of(id, branch)
+            }
+            Operation::Import {
+                refname,
+                start,
+                lock_branch,
+                ..
+            } => {
+                if refname != "HEAD" {
+                    branch_ref(refname)?;
+                }
+                if let Some(start) = start {
+                    oid(start)?;
+                }
+                validate_branch_name(lock_branch).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+/// A worktree id must be exactly the one slipway derives from its branch.
+fn worktree_of(id: &str, branch: &str) -> Result<(), String> {
+    let parsed = WorktreeId::parse(id).map_err(|e| e.to_string())?;
+    if parsed != WorktreeId::of_branch(branch) {
+        return Err(format!(
+            "'{id}' is not the worktree slipway makes for '{branch}'"
+        ));
+    }
+    Ok(())
 }
 
 /// A journal entry held by the live operation that wrote it.
@@ -125,6 +202,11 @@ impl Journal {
         }
     }
 
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The operation is complete: its journal goes.
     pub fn finish(self) -> Result<(), JournalError> {
         let result = std::fs::remove_file(&self.path);
@@ -150,26 +232,38 @@ pub fn exists(slipway_dir: &Path, name: &str) -> bool {
     dir(slipway_dir).join(format!("{name}.json")).is_file()
 }
 
-/// The journal `name` when its writer is gone, locked now.
+/// The journal `name` when its writer is gone, locked now (and only when
+/// what it names passes [`Operation::check`]).
 pub fn interrupted_named(slipway_dir: &Path, name: &str) -> Option<Interrupted> {
     let path = dir(slipway_dir).join(format!("{name}.json"));
     let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
     file.try_lock().ok()?;
     let op = serde_json::from_slice::<Operation>(&std::fs::read(&path).ok()?).ok()?;
+    op.check().ok()?;
     Some(Interrupted {
         op,
         journal: Journal { path, file },
     })
 }
 
-/// Every journal whose writer is gone (its lock is free), locked now; a
-/// journal that cannot be read is kept aside as `<name>.json.corrupt` and
-/// reported in the second list.
-pub fn interrupted(slipway_dir: &Path) -> (Vec<Interrupted>, Vec<PathBuf>) {
-    let mut out = Vec::new();
-    let mut unreadable = Vec::new();
+/// What the journal folder holds that nobody is working on.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Entries whose writer is gone, locked now.
+    pub interrupted: Vec<Interrupted>,
+    /// Entries that could not be read, kept aside as `<name>.json.corrupt`.
+    pub unreadable: Vec<PathBuf>,
+    /// Entries that name something slipway would not have written (a path,
+    /// an id or a ref that is not its own): left as they are, and why.
+    pub refused: Vec<(PathBuf, String)>,
+}
+
+/// Every journal entry whose writer is gone (its lock is free), sorted into
+/// those to recover, unreadable ones and refused ones (see [`Found`]).
+pub fn interrupted(slipway_dir: &Path) -> Found {
+    let mut found = Found::default();
     let Ok(entries) = std::fs::read_dir(dir(slipway_dir)) else {
-        return (out, unreadable);
+        return found;
     };
     for entry in entries.flatten() {
         let path = entry.path();
@@ -183,21 +277,30 @@ pub fn interrupted(slipway_dir: &Path) -> (Vec<Interrupted>, Vec<PathBuf>) {
         if file.try_lock().is_err() {
             continue;
         }
-        let op = std::fs::read(&path)
+        // JSON that is no entry slipway writes (an id that is not an id, an
+        // unknown operation) is refused and left; bytes that are not JSON at
+        // all are kept aside.
+        let json = std::fs::read(&path)
             .ok()
-            .and_then(|b| serde_json::from_slice::<Operation>(&b).ok());
-        match op {
-            Some(op) => out.push(Interrupted {
-                op,
-                journal: Journal { path, file },
-            }),
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        match json {
+            Some(json) => match serde_json::from_value::<Operation>(json) {
+                Ok(op) => match op.check() {
+                    Ok(()) => found.interrupted.push(Interrupted {
+                        op,
+                        journal: Journal { path, file },
+                    }),
+                    Err(why) => found.refused.push((path, why)),
+                },
+                Err(e) => found.refused.push((path, e.to_string())),
+            },
             None => {
                 let aside = path.with_extension("json.corrupt");
                 if std::fs::rename(&path, &aside).is_ok() {
-                    unreadable.push(aside);
+                    found.unreadable.push(aside);
                 }
             }
         }
     }
-    (out, unreadable)
+    found
 }

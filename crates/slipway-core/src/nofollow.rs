@@ -142,6 +142,15 @@ impl Dir {
         })
     }
 
+    /// The folder at `rel` below this one, or this one for an empty `rel`.
+    pub fn open_dir_or_self(&self, rel: &Path) -> io::Result<Dir> {
+        if rel.as_os_str().is_empty() {
+            self.dup()
+        } else {
+            self.open_dir(rel)
+        }
+    }
+
     /// The directory holding `rel` and `rel`'s last component.
     fn parent_of<'p>(&self, rel: &'p Path) -> io::Result<(Dir, &'p std::ffi::OsStr)> {
         let names = normal_components(rel)?;
@@ -157,27 +166,7 @@ impl Dir {
 
     /// What is at `name` directly in this directory, if anything.
     pub fn kind_of(&self, name: &std::ffi::OsStr) -> io::Result<Option<Kind>> {
-        let c = c_name(name)?;
-        // SAFETY: an all-zero stat is a valid value to be overwritten.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `self.fd` is open, `c` valid, `st` writable.
-        let rc = unsafe {
-            libc::fstatat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::NotFound {
-                Ok(None)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(Some(match st.st_mode & libc::S_IFMT {
+        Ok(self.mode_of(name)?.map(|mode| match mode & libc::S_IFMT {
             libc::S_IFREG => Kind::File,
             libc::S_IFDIR => Kind::Dir,
             libc::S_IFLNK => Kind::Symlink,
@@ -282,8 +271,62 @@ impl Dir {
         Ok(File::from(parent.open_at(
             last,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
-            mode,
+            mode & 0o777,
         )?))
+    }
+
+    /// The mode (type and permission bits) of `name` directly in this
+    /// directory, not following a symlink; `None` when nothing is there.
+    pub fn mode_of(&self, name: &std::ffi::OsStr) -> io::Result<Option<u32>> {
+        let c = c_name(name)?;
+        // SAFETY: an all-zero stat is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `self.fd` is open, `c` valid, `st` writable.
+        let rc = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::NotFound {
+                Ok(None)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(Some(st.st_mode))
+    }
+
+    /// Clears the set-user-id and set-group-id bits of the file or folder
+    /// `name` directly in this directory, through a descriptor opened
+    /// without following a symlink (a symlink or special file is refused).
+    pub fn clear_set_id(&self, name: &std::ffi::OsStr) -> io::Result<()> {
+        // An `O_PATH` descriptor needs no read permission (a `chmod 4711`
+        // file is still reached) and, with `O_NOFOLLOW`, names a symlink
+        // itself rather than its target.
+        let fd = self.open_at(name, libc::O_PATH, 0)?;
+        // SAFETY: an all-zero stat is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open and `st` writable.
+        check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind != libc::S_IFREG && kind != libc::S_IFDIR {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file or folder",
+            ));
+        }
+        // The descriptor's magic link is the very inode opened above.
+        let by_fd = c_name(std::ffi::OsStr::new(&format!(
+            "/proc/self/fd/{}",
+            fd.as_raw_fd()
+        )))?;
+        // SAFETY: `by_fd` is a valid C string naming the open descriptor.
+        check(unsafe { libc::chmod(by_fd.as_ptr(), st.st_mode & 0o1777) }).map(|_| ())
     }
 
     /// Writes `bytes` as the file at `rel` (see [`Dir::create_file`]).

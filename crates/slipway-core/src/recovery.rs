@@ -8,9 +8,15 @@ use crate::journal::{self, Operation};
 
 /// What recovery did, for people.
 pub fn recover(host: &HostRepo) -> Vec<String> {
+    // A journal in a `.slipway/` that is not slipway's own says nothing
+    // slipway may act on.
+    if let Err(untrusted) = host.state_trusted() {
+        return vec![format!("nothing was recovered: {untrusted}")];
+    }
     let slipway_dir = host.slipway_dir();
-    let (interrupted, unreadable) = journal::interrupted(&slipway_dir);
-    let mut notes: Vec<String> = unreadable
+    let found = journal::interrupted(&slipway_dir);
+    let mut notes: Vec<String> = found
+        .unreadable
         .into_iter()
         .map(|p| {
             format!(
@@ -19,7 +25,13 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
             )
         })
         .collect();
-    for entry in interrupted {
+    notes.extend(found.refused.into_iter().map(|(path, why)| {
+        format!(
+            "the journal entry {} was left as it is and nothing was done with it: {why}",
+            path.display()
+        )
+    }));
+    for entry in found.interrupted {
         let done = match &entry.op {
             // A ref that did not move changed nothing: no file to put back.
             Operation::Merge { ref_only: true, .. } => Ok(None),
@@ -39,9 +51,14 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
                 }
             }
             // The journal stays: the next command tries again.
-            Err(e) => notes.push(e),
+            Err(e) => notes.push(format!(
+                "the journal entry {} was left as it is: {e}",
+                entry.journal.path().display()
+            )),
         }
     }
+    // Folders whose deletion was killed half way are slipway's to finish.
+    crate::worktree::trash::finish_leftovers(&slipway_dir);
     notes
 }
 
@@ -77,14 +94,45 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
         run_id,
         refname,
         start,
-        private_dir,
-        checkout,
+        sandbox,
+        worktree,
         lock_branch,
         keep,
+        private_dir: legacy_dir,
+        checkout: legacy_checkout,
     } = op
     else {
         return Ok(None);
     };
+    // Every path comes from the repository root and an id; an older entry's
+    // paths are taken only when they are exactly what its ids derive.
+    let (sandbox, worktree) = match (legacy_dir, legacy_checkout) {
+        (Some(dir), Some(checkout)) if sandbox.is_none() && worktree.is_none() => {
+            legacy_ids(host, run_id, dir, checkout)?
+        }
+        _ => (sandbox.clone(), worktree.clone()),
+    };
+    let private_dir = &match &sandbox {
+        Some(id) => crate::run::sandboxes::private_base(host, id).join("git"),
+        None => crate::run::private_git::run_base(host, run_id).join("git"),
+    };
+    let checkout = &match &worktree {
+        Some(id) => crate::worktree::worktrees_dir(host).join(id.as_str()),
+        None => host.root().to_path_buf(),
+    };
+    // A host run may have died while the worktree's `.git` pointed at its
+    // private dir: the worktree is the user's again first.
+    if worktree.is_some()
+        && sandbox.is_none()
+        && checkout.join(".git").is_file()
+        && let Err(e) =
+            crate::run::private_git::restore_worktree_git_file(checkout, host.common_dir())
+    {
+        return Err(format!(
+            "the .git file of {} could not be put back: {e}",
+            checkout.display()
+        ));
+    }
     // An agent of the run that still lives holds the branch lock: later.
     let lock = crate::worktree::lock_branch(host, lock_branch).map_err(|e| {
         format!("the work of run {run_id} is imported once nothing of it runs any more: {e}")
@@ -146,6 +194,7 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
         note = Some(text);
     }
     if !keep
+        && sandbox.is_none()
         && let Some(base) = private_dir.parent()
         && let Err(e) = std::fs::remove_dir_all(base)
         && e.kind() != std::io::ErrorKind::NotFound
@@ -154,4 +203,51 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
     }
     drop(lock);
     Ok(note)
+}
+
+/// The ids an entry of an older slipway meant by its paths: its run's own
+/// private dir or a sandbox's, and the host checkout or a worktree. Any
+/// other path is refused.
+fn legacy_ids(
+    host: &HostRepo,
+    run_id: &crate::ids::RunId,
+    dir: &std::path::Path,
+    checkout: &std::path::Path,
+) -> Result<
+    (
+        Option<crate::ids::SandboxId>,
+        Option<crate::ids::WorktreeId>,
+    ),
+    String,
+> {
+    let refused = |what: &std::path::Path| {
+        format!(
+            "the journal of run {run_id} names {}, which is not where slipway keeps its state; nothing was done",
+            what.display()
+        )
+    };
+    let sandbox = if dir == crate::run::private_git::run_base(host, run_id).join("git") {
+        None
+    } else {
+        let id = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .and_then(|n| crate::ids::SandboxId::parse(n).ok())
+            .filter(|id| crate::run::sandboxes::private_base(host, id).join("git") == dir)
+            .ok_or_else(|| refused(dir))?;
+        Some(id)
+    };
+    let worktree = if checkout == host.root() {
+        None
+    } else {
+        let id = checkout
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| crate::ids::WorktreeId::parse(n).ok())
+            .filter(|id| crate::worktree::worktrees_dir(host).join(id.as_str()) == checkout)
+            .ok_or_else(|| refused(checkout))?;
+        Some(id)
+    };
+    Ok((sandbox, worktree))
 }

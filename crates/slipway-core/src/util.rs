@@ -1,7 +1,8 @@
 //! Small helpers shared by the core: time, ids and atomic file writes.
 
+use std::ffi::OsStr;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Seconds since the Unix epoch.
@@ -35,6 +36,14 @@ pub fn random_hex(bytes: usize) -> String {
 /// Writes `bytes` to `path` atomically: a temp file beside it, fsync, rename,
 /// then fsync of the directory, so a crash leaves the old or the new file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// Replaces `path` with `bytes` atomically (a temp file renamed over it);
+/// with `durable`, the file and its directory are synced first and after.
+/// Without, a crash of the process still leaves the old or the new file;
+/// a power cut may lose the change as a whole.
+pub fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
@@ -47,14 +56,43 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        if durable {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// slipway's folder in the user's config dir for the given `XDG_CONFIG_HOME`
+/// and `HOME` values: `$XDG_CONFIG_HOME/slipway`, else `$HOME/.config/slipway`.
+/// A relative or empty `XDG_CONFIG_HOME` is ignored, as the XDG base
+/// directory specification says.
+pub fn config_dir_from(xdg_config_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+    let config = match xdg_config_home.map(Path::new) {
+        Some(x) if x.is_absolute() => x.to_path_buf(),
+        _ => {
+            let home = home.map(Path::new).filter(|h| !h.as_os_str().is_empty())?;
+            home.join(".config")
+        }
+    };
+    Some(config.join("slipway"))
+}
+
+/// slipway's folder in the user's config dir, from the process environment
+/// (see [`config_dir_from`]).
+pub fn config_dir() -> Option<PathBuf> {
+    config_dir_from(
+        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
 }
 
 /// A time of day, `HH:MM:SS UTC`, of seconds since the epoch (with the date

@@ -352,6 +352,17 @@ async function main(): Promise<void> {
     { cwd: fx.dir, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
 
+  // The repository's own .vscode/settings.json names an agent program: a file an agent's
+  // work can change. The extension reads program settings from user settings only, so
+  // this program never runs (checked at the end).
+  const plantedAgent = path.join(fx.dir, 'workspace-agent-ran');
+  fs.mkdirSync(path.join(fx.repo, '.vscode'), { recursive: true });
+  fs.writeFileSync(
+    path.join(fx.repo, '.vscode', 'settings.json'),
+    JSON.stringify({ 'slipway.agent.type': 'command', 'slipway.agent.command': ['sh', '-c', `touch ${plantedAgent}`] }),
+  );
+  fs.appendFileSync(path.join(fx.repo, '.git', 'info', 'exclude'), '.vscode/\n');
+
   let server: CodeServer | undefined;
   let browser: Browser | undefined;
   const watchdog = setTimeout(() => {
@@ -723,6 +734,52 @@ async function main(): Promise<void> {
       assert(branch !== undefined, `no branch of wsa starts at origin/release: ${JSON.stringify(heads)}`);
     });
 
+    await check('an untrusted slipway.toml: a picker names its hook, Cancel is the active row, Trust approves it and the run goes', async () => {
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      const marks = path.join(fx.dir, 'trust-marks');
+      fs.mkdirSync(marks, { recursive: true });
+      const config = path.join(fx.repo, 'slipway.toml');
+      fs.writeFileSync(config, `version = 2\n[hooks.host]\non_worktree_ready = ["touch ${path.join(marks, 'hook-ran')}"]\n`);
+      const widget = page.locator(QUICK_INPUT);
+      const start = async (): Promise<void> => {
+        await runCommand(page, 'slipway: Run Agent in New Worktree');
+        await answerInput(page, 'Branch for the run', 'feature/trusted');
+        await answerInput(page, 'Prompt for the run on feature/trusted', 'add two files');
+        await poll('the trust picker', async () => ((await widget.locator('.quick-input-title').innerText()).includes('Trust slipway.toml?') ? true : undefined));
+      };
+      await start();
+      const rows = (await widget.locator('.monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+      log(`trust rows: ${JSON.stringify(rows)}`);
+      assert(rows.some((r) => r.includes(`runs: touch ${path.join(marks, 'hook-ran')}`)), `the picker does not name the hook: ${JSON.stringify(rows)}`);
+      const active = (await widget.locator('.monaco-list-row.focused').first().innerText()).trim();
+      assert(active.includes('Cancel'), `the active (default) row is ${JSON.stringify(active)}, not Cancel`);
+      await shot(page, 'trust-picker.png');
+      // Enter takes the default: nothing is approved and nothing runs.
+      await widget.locator('.quick-input-box input').press('Enter');
+      await widget.waitFor({ state: 'hidden' });
+      await toast(page, 'not trusted; nothing was done').waitFor({ state: 'visible', timeout: 20_000 });
+      assert(fs.readdirSync(marks).length === 0, 'the hook ran after Cancel');
+      assert(!fx.git(fx.repo, 'worktree', 'list').includes('feature-trusted'), 'a worktree was made after Cancel');
+      // Again, and Trust: the approval is recorded, the same run is sent again (its source asked), and the hook runs.
+      await start();
+      await widget.locator('.monaco-list-row', { hasText: /approve slipway\.toml at/ }).first().click();
+      const main = widget.locator('.monaco-list-row', { hasText: 'main' }).first();
+      await poll('the source picker', async () => ((await widget.locator('.quick-input-title').innerText()).includes('from') ? true : undefined));
+      await main.waitFor({ state: 'visible', timeout: 20_000 });
+      await main.click();
+      // The agent's files are on main already (the land above): it has nothing to commit,
+      // and how its run ends is not the point here; that it ran after its hook is.
+      await toast(page, /slipway: run \w+( \w+)? on feature\/trusted/).waitFor({ state: 'visible', timeout: 60_000 });
+      assert(fs.existsSync(path.join(marks, 'hook-ran')), 'the approved hook did not run');
+      // Leave the repository as it was: no worktree, the file gone, its approval dropped.
+      const cli = (...args: string[]): string =>
+        execFileSync(SLIPWAY_BIN, ['--repo', fx.repo, ...args], { cwd: fx.dir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      cli('worktree', 'close', 'feature/trusted');
+      fs.rmSync(config);
+      cli('trust');
+      await runCommand(page, 'Notifications: Clear All Notifications');
+    });
+
     await check('a missing binary shows an actionable error whose Open Settings fixes slipway.path', async () => {
       await runCommand(page, 'Notifications: Clear All Notifications');
       // Set a wrong path in the Settings editor, as a user would. slipway.path is
@@ -807,6 +864,10 @@ async function main(): Promise<void> {
       const buttons = await told.locator('.monaco-button').allInnerTexts();
       assert(buttons.includes('Review') && buttons.includes('Land…'), `buttons: ${JSON.stringify(buttons)}`);
       await shot(again, 'reconnected-run-finished.png');
+    });
+
+    await check("the agent program in the repository's .vscode/settings.json never ran (user settings only)", () => {
+      assert(!fs.existsSync(plantedAgent), 'the workspace settings chose the agent program');
     });
 
     await check('the browser talked to loopback only (every other request aborted)', () => {

@@ -16,10 +16,12 @@ import {
   mountPickSpecs,
   runFinishedView,
   sandboxFromSettings,
+  sensitiveView,
   sourceFromSettings,
   sourcesFromAnswers,
   statusView,
   type StatusView,
+  trustView,
   workspaceItems,
   worktreeItems,
 } from './model';
@@ -35,15 +37,18 @@ import {
   type SlipwayApi,
   type SlipwayError,
   type StatusNotification,
+  type TrustFile,
   type Vocabularies,
   toSlipwayError,
   withBranchAsk,
   withMountSourcePicks,
   withSourcePick,
+  withTrust,
   type WorkspaceInfo,
   type WorktreeStatus,
   type WorktreeStrategy,
 } from './protocol';
+import { userSetting } from './settings';
 import { Sidecar } from './sidecar';
 import { DiffDocuments, isNode, openDiff, RunLogs, RunsProvider, WorktreesProvider } from './view';
 
@@ -275,14 +280,24 @@ class Extension implements vscode.Disposable {
     return vscode.workspace.getConfiguration('slipway');
   }
 
+  /** The agent settings as `agentFromSettings` takes them (the program ones from user settings only). */
+  private agentSettings(): { type: string; command: string[]; model: string; effort: string } {
+    const c = this.config();
+    return {
+      type: userSetting('agent.type', ''),
+      command: userSetting<string[]>('agent.command', []),
+      model: c.get<string>('agent.model', ''),
+      effort: c.get<string>('agent.effort', ''),
+    };
+  }
+
   /** The agent setting; undefined when unset (the repository's or the user's default applies). */
   private runAgent(): Agent | undefined {
-    return this.config().get<string>('agent.type', '') === '' ? undefined : this.agent();
+    return this.agentSettings().type === '' ? undefined : this.agent();
   }
 
   private agent(): Agent {
-    const c = this.config();
-    if (c.get<string>('agent.type', '') === '') {
+    if (this.agentSettings().type === '') {
       void vscode.window.showErrorMessage('slipway: an interactive agent needs slipway.agent.type (e.g. claude-code).', 'Open Settings').then((choice) => {
         if (choice) {
           void vscode.commands.executeCommand('workbench.action.openSettings', 'slipway.agent');
@@ -290,15 +305,7 @@ class Extension implements vscode.Disposable {
       });
       throw new Cancelled();
     }
-    const built = agentFromSettings(
-      {
-        type: c.get<string>('agent.type', ''),
-        command: c.get<string[]>('agent.command', []),
-        model: c.get<string>('agent.model', ''),
-        effort: c.get<string>('agent.effort', ''),
-      },
-      this.names().agents,
-    );
+    const built = agentFromSettings(this.agentSettings(), this.names().agents);
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
         if (choice) {
@@ -312,8 +319,7 @@ class Extension implements vscode.Disposable {
 
   /** The sandbox setting; undefined when unset (the workspace's or the repository's default applies). */
   private sandbox(): Sandbox | undefined {
-    const c = this.config();
-    const built = sandboxFromSettings(c.get<string>('sandbox.type', ''), c.get<string>('sandbox.image', ''), this.names().sandboxes);
+    const built = sandboxFromSettings(userSetting('sandbox.type', ''), userSetting('sandbox.image', ''), this.names().sandboxes);
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`);
       throw new Cancelled();
@@ -454,6 +460,55 @@ class Extension implements vscode.Disposable {
     return picked.workspace;
   }
 
+  /**
+   * Sends `call`; an `untrustedConfig` answer shows what the files would run and set,
+   * with Cancel (the default) and Trust, approves what was shown and sends again.
+   * Cancel ends the command with nothing done.
+   */
+  private async trusting<T>(root: string | undefined, call: () => Promise<T | undefined>): Promise<T | undefined> {
+    const api = this.api();
+    return withTrust(call, (files) => this.askTrust(files), (files) => api.trust({ root, files }));
+  }
+
+  private async askTrust(files: TrustFile[]): Promise<boolean> {
+    const view = trustView(files);
+    type Item = vscode.QuickPickItem & { answer?: 'cancel' | 'trust' };
+    const qp = vscode.window.createQuickPick<Item>();
+    qp.title = view.title;
+    qp.placeholder = view.placeholder;
+    qp.ignoreFocusOut = true;
+    qp.matchOnDescription = true;
+    qp.items = view.rows.map((r) =>
+      r.type === 'separator'
+        ? { label: r.label, kind: vscode.QuickPickItemKind.Separator }
+        : { label: r.label, description: r.description, detail: r.detail, answer: r.answer },
+    );
+    // Cancel is the first row, the active one: Enter (and Escape) run nothing.
+    const answer = await new Promise<'cancel' | 'trust'>((resolve) => {
+      let done = false;
+      qp.onDidAccept(() => {
+        const picked = qp.selectedItems[0]?.answer;
+        if (picked !== undefined) {
+          done = true;
+          resolve(picked);
+          qp.hide();
+        }
+      });
+      qp.onDidHide(() => {
+        if (!done) {
+          resolve('cancel');
+        }
+        qp.dispose();
+      });
+      qp.show();
+    });
+    if (answer !== 'trust') {
+      void vscode.window.showInformationMessage('slipway: not trusted; nothing was done.');
+      return false;
+    }
+    return true;
+  }
+
   private sourceFor(root: string) {
     const picked = this.context.workspaceState.get<Record<string, string>>('slipway.pickedSource', {})[root];
     return sourceFromSettings(this.config().get<string>('sourcePolicy', 'ask'), picked, this.names().policies);
@@ -466,7 +521,7 @@ class Extension implements vscode.Disposable {
 
   /** The strategy setting; undefined when unset (the defaults decide). */
   private strategySetting(): WorktreeStrategy | undefined {
-    const s = this.config().get<string>('strategy', '');
+    const s = userSetting<string>('strategy', '');
     return s === '' ? undefined : (s as WorktreeStrategy);
   }
 
@@ -610,26 +665,20 @@ class Extension implements vscode.Disposable {
     // Unset settings leave strategy and source to the repository's and the user's
     // defaults; the sidecar says what is still missing, and only that is asked.
     const strategy = this.strategySetting();
-    const built = agentFromSettings(
-      {
-        type: this.config().get<string>('agent.type', ''),
-        command: this.config().get<string[]>('agent.command', []),
-        model: this.config().get<string>('agent.model', ''),
-        effort: this.config().get<string>('agent.effort', ''),
-      },
-      this.names().agents,
-    );
+    const built = agentFromSettings(this.agentSettings(), this.names().agents);
     const agent = 'agent' in built ? built.agent : undefined;
     const api = this.api();
-    const created = await withBranchAsk(
-      (branch) =>
-        withSourcePick(
-          (source) => api.createWorktree({ root, strategy, branch, source, agent }),
-          this.sourceFor(root),
-          this.pickOnSourceError(root, branch ?? 'the worktree'),
-        ),
-      undefined,
-      () => this.askBranchName('Branch for the new worktree (new or existing)'),
+    const created = await this.trusting(root, () =>
+      withBranchAsk(
+        (branch) =>
+          withSourcePick(
+            (source) => api.createWorktree({ root, strategy, branch, source, agent }),
+            this.sourceFor(root),
+            this.pickOnSourceError(root, branch ?? 'the worktree'),
+          ),
+        undefined,
+        () => this.askBranchName('Branch for the new worktree (new or existing)'),
+      ),
     );
     if (created === undefined) {
       return;
@@ -705,14 +754,15 @@ class Extension implements vscode.Disposable {
     const agent = this.runAgent();
     const sandbox = this.sandbox();
     const prompt = await this.prompt(`the unattended run on ${w.branch}`);
-    const { runId } = await this.api().handoff({
-      root: this.repoRootOf(w),
-      worktree: w.id,
-      agent,
-      sandbox,
-      prompt,
-      maxIterations: this.config().get<number>('maxIterations', 1),
-    });
+    const root = this.repoRootOf(w);
+    const api = this.api();
+    const started = await this.trusting(root, () =>
+      api.handoff({ root, worktree: w.id, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
+    );
+    if (started === undefined) {
+      return;
+    }
+    const { runId } = started;
     await this.setFocus(w.path);
     this.flash(`slipway: ${w.branch} handed off (${runId})`);
   }
@@ -724,16 +774,18 @@ class Extension implements vscode.Disposable {
     const sandbox = this.sandbox();
     const prompt = await this.prompt('the run');
     const api = this.api();
-    const started = await withBranchAsk(
-      (branch) =>
-        withSourcePick(
-          (source) =>
-            api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
-          this.sourceFor(root),
-          this.pickOnSourceError(root, branch ?? 'the run'),
-        ),
-      undefined,
-      () => this.askBranchName('Branch for the run (new or existing)'),
+    const started = await this.trusting(root, () =>
+      withBranchAsk(
+        (branch) =>
+          withSourcePick(
+            (source) =>
+              api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
+            this.sourceFor(root),
+            this.pickOnSourceError(root, branch ?? 'the run'),
+          ),
+        undefined,
+        () => this.askBranchName('Branch for the run (new or existing)'),
+      ),
     );
     if (started) {
       this.flash(`slipway: run ${started.runId} started`);
@@ -751,17 +803,19 @@ class Extension implements vscode.Disposable {
     const sandbox = this.sandbox();
     const prompt = await this.prompt(`the run on workspace ${workspace.name}`);
     const api = this.api();
-    const started = await withMountSourcePicks(
-      (sources) =>
-        api.run({
-          workspace: workspace.name,
-          sources,
-          agent,
-          sandbox,
-          prompt,
-          maxIterations: this.config().get<number>('maxIterations', 1),
-        }),
-      (mounts) => this.pickMountSources(workspace, mounts),
+    const started = await this.trusting(workspace.repository, () =>
+      withMountSourcePicks(
+        (sources) =>
+          api.run({
+            workspace: workspace.name,
+            sources,
+            agent,
+            sandbox,
+            prompt,
+            maxIterations: this.config().get<number>('maxIterations', 1),
+          }),
+        (mounts) => this.pickMountSources(workspace, mounts),
+      ),
     );
     if (started) {
       this.flash(`slipway: run ${started.runId} started on workspace ${workspace.name}`);
@@ -864,6 +918,10 @@ class Extension implements vscode.Disposable {
     // "handed off", "run … started": stale once the run is over.
     this.transient?.dispose();
     this.transient = undefined;
+    const sensitive = sensitiveView(p.sensitiveChanges, `the run${p.branch ? ` on ${p.branch}` : ''}`);
+    if (sensitive !== undefined) {
+      void vscode.window.showWarningMessage(sensitive.message, { detail: sensitive.detail });
+    }
     const quarantine = quarantineView(p);
     if (quarantine !== undefined) {
       void vscode.window.showWarningMessage(quarantine.message, { detail: quarantine.detail }, 'Show Log').then((choice) => {

@@ -17,8 +17,10 @@ import type {
   RepositoryStatus,
   RunFinished,
   Sandbox,
+  SensitiveChange,
   Source,
   StatusNotification,
+  TrustFile,
   WorkspaceInfo,
   WorktreeStatus,
 } from './protocol';
@@ -374,6 +376,8 @@ export function quarantineView(p: RunFinished): { message: string; detail: strin
     escapingSymlink: 'a symlink that leaves the worktree',
     newGitlink: 'a submodule entry the run added',
     refusedEntry: 'an entry the sandbox returned that was not written',
+    specialFile: 'a device node, fifo or socket (removed)',
+    setIdBits: 'set-id bits (cleared)',
   };
   const line = (f: QuarantineFinding): string =>
     `${f.path}: ${what[f.finding] ?? f.finding}${f.detail ? ` (${f.detail})` : ''}${f.movedTo ? ` — moved to ${f.movedTo}` : ' — reported only'}`;
@@ -381,6 +385,63 @@ export function quarantineView(p: RunFinished): { message: string; detail: strin
   return {
     message: `slipway: the run${where} left ${found.length} thing${found.length === 1 ? '' : 's'} your git would execute; quarantined: ${found.map((f) => f.path).join(', ')}`,
     detail: found.map(line).join('\n'),
+  };
+}
+
+/** One line for a file a change brought in that runs programs on the host. */
+export function sensitiveLine(c: SensitiveChange): string {
+  const how: Record<string, string> = { added: 'added', modified: 'changed', deleted: 'removed' };
+  return `${c.path} ${how[c.status] ?? c.status}: ${c.why}`;
+}
+
+/** The warning for files a run or a land brought in that run programs; undefined when none. */
+export function sensitiveView(changes: SensitiveChange[] | undefined, what: string): { message: string; detail: string } | undefined {
+  if (!changes || changes.length === 0) {
+    return undefined;
+  }
+  return {
+    message: `slipway: ${what} changed ${changes.length === 1 ? 'a file' : `${changes.length} files`} that run${changes.length === 1 ? 's' : ''} programs on your machine — read before your tools do: ${changes.map((c) => c.path).join(', ')}`,
+    detail: changes.map(sensitiveLine).join('\n'),
+  };
+}
+
+/** One row of the trust picker: an answer (Cancel, Trust), a file, or what a file does. */
+export type TrustRow =
+  | { type: 'separator'; label: string }
+  | { type: 'row'; label: string; description?: string; detail?: string; answer?: 'cancel' | 'trust' };
+
+/**
+ * The picker asking to trust repository files (`untrustedConfig`): Cancel first (the
+ * active row, so Enter cancels), then Trust, then each file with every command it would
+ * run and every default it would set. Only the Trust row approves.
+ */
+export function trustView(files: TrustFile[]): { title: string; placeholder: string; rows: TrustRow[] } {
+  const names = files.map((f) => path.posix.basename(f.path)).join(', ');
+  const rows: TrustRow[] = [
+    { type: 'row', label: '$(close) Cancel', description: 'run nothing', answer: 'cancel' },
+    {
+      type: 'row',
+      label: '$(shield) Trust',
+      description: `approve ${files.map((f) => (f.hash ? `${path.posix.basename(f.path)} at ${f.hash.slice(0, 10)}` : `${path.posix.basename(f.path)} gone`)).join(', ')}`,
+      detail: 'only if you have read it and want this to run on your machine',
+      answer: 'trust',
+    },
+  ];
+  for (const f of files) {
+    const link = f.symlinkTo ? ` (a symlink to ${f.symlinkTo})` : '';
+    const state = f.hash === null ? 'is gone: the defaults it set no longer apply' : f.trustedHash ? 'has changed since you trusted it' : 'is not trusted yet';
+    rows.push({ type: 'separator', label: `${f.path}${link} ${state}` });
+    for (const c of f.commands) {
+      rows.push({ type: 'row', label: `runs: ${c.command}`, description: c.source });
+    }
+    for (const setting of f.settings) {
+      rows.push({ type: 'row', label: `sets: ${setting.key} = ${setting.value}` });
+    }
+  }
+  return {
+    title: `Trust ${names}? It runs programs or chooses the sandbox`,
+    placeholder: 'Enter cancels; pick Trust to approve exactly this content',
+    rows,
   };
 }
 
@@ -434,11 +495,15 @@ export function diffFileView(f: DiffFile): TreeItemView {
   if (where) {
     tip.push(where);
   }
+  if (f.sensitive) {
+    tip.push(`Runs programs: ${f.sensitive.why}`);
+  }
   return {
     label: path.posix.basename(f.path),
-    description,
+    description: f.sensitive ? `${description} · runs programs` : description,
     tooltip: tip.join('\n'),
-    icon: STATUS_ICON_OF[f.status] ?? 'file',
+    // A file that runs programs stands out from the other changes.
+    icon: f.sensitive ? 'warning' : (STATUS_ICON_OF[f.status] ?? 'file'),
     contextValue: 'slipway.file',
   };
 }
@@ -514,7 +579,9 @@ export function landModeItems(modes: readonly string[], branch: string, into: st
 }
 
 export function landedMessage(branch: string, r: LandResult): string {
-  return `slipway: ${branch} landed into ${r.into} (${r.kind}, ${r.commit.slice(0, 10)})`;
+  const changed = r.sensitiveChanges ?? [];
+  const read = changed.length > 0 ? ` — it changed files that run programs, read them first: ${changed.map((c) => c.path).join(', ')}` : '';
+  return `slipway: ${branch} landed into ${r.into} (${r.kind}, ${r.commit.slice(0, 10)})${read}`;
 }
 
 /**

@@ -24,6 +24,7 @@ export const COMMANDS = [
   'slipway.runs',
   'slipway.log',
   'slipway.seen',
+  'slipway.trust',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -396,6 +397,21 @@ export interface DiffFile {
   committed: boolean;
   /** Changed in the working tree (staged, unstaged or untracked). */
   uncommitted: boolean;
+  /** Set when the file makes programs run on the host once it is in a checkout. */
+  sensitive?: Sensitivity | null;
+}
+
+/** Why a file runs programs on the host (`slipway.toml`, git hooks, editor and shell config). */
+export interface Sensitivity {
+  /** `repositoryConfig`, `gitHooks`, `editorConfig` or `shellEnvironment`. */
+  kind: string;
+  why: string;
+}
+
+/** A file that runs programs which a run's commits or a land changed. */
+export interface SensitiveChange extends Sensitivity {
+  path: string;
+  status: 'added' | 'modified' | 'deleted';
 }
 
 export interface DiffResult {
@@ -422,6 +438,33 @@ export interface LandResult {
   commit: string;
   kind: string;
   actions?: Action[];
+  /** Files the land changed that run programs on the host (§5.16). */
+  sensitiveChanges?: SensitiveChange[];
+}
+
+/** A repository file that runs programs, as `untrustedConfig` and `slipway.trust` name it (§5.16). */
+export interface TrustFile {
+  path: string;
+  role: 'repositoryConfig' | 'promptTemplate';
+  /** Git's blob id of its content; null when the file is gone. */
+  hash: string | null;
+  /** What was approved at this place before. */
+  trustedHash: string | null;
+  commands: { source: string; command: string }[];
+  settings: { key: string; value: string }[];
+  symlinkTo?: string;
+}
+
+/** `slipway.trust`: approve these files in the content shown (`hash`), or one gone (`removed`). */
+export interface TrustArgs {
+  root?: string;
+  files?: { path: string; hash?: string; removed?: boolean }[];
+  dryRun?: boolean;
+}
+
+export interface TrustResult {
+  trusted: TrustFile[];
+  dryRun: boolean;
 }
 
 export type DiscardResult = CloseResult;
@@ -498,7 +541,7 @@ export type RunStatus = 'completed' | 'failed' | 'timedOut' | 'cancelled';
 /** One finding of the check after a run (`result.quarantined` of the run record). */
 export interface QuarantineFinding {
   path: string;
-  /** `nestedGit`, `escapingSymlink`, `newGitlink` or `refusedEntry`. */
+  /** `nestedGit`, `escapingSymlink`, `newGitlink`, `refusedEntry`, `specialFile` or `setIdBits`. */
   finding: string;
   detail: string;
   movedTo: string | null;
@@ -524,6 +567,8 @@ export interface RunFinished {
   quarantined?: QuarantineFinding[];
   /** What to do with what the run left (§4.5). */
   actions?: Action[];
+  /** Files the run's commits change that run programs on the host (§5.16). */
+  sensitiveChanges?: SensitiveChange[];
 }
 
 /** `slipway/log` params: text appended to a followed run's log. */
@@ -574,6 +619,8 @@ export interface ErrorData {
   actions?: Action[];
   /** What the user can do, for machines (§7.1): `{do: 'give', field}`, … */
   hints?: { do: string; field?: string }[];
+  /** `untrustedConfig`: each file as the user would approve it now. */
+  files?: TrustFile[];
 }
 
 /** The kinds whose `data.choices` feed the picker-and-retry of the `ask` flow (§8). */
@@ -644,6 +691,11 @@ export function toSlipwayError(error: unknown): SlipwayError | undefined {
     if (Array.isArray(raw.hints)) {
       data.hints = raw.hints.filter(isRecord).filter((h) => typeof h.do === 'string') as unknown as { do: string; field?: string }[];
     }
+    if (Array.isArray(raw.files)) {
+      data.files = raw.files.filter(
+        (f): f is TrustFile & Record<string, unknown> => isRecord(f) && typeof f.path === 'string' && (typeof f.hash === 'string' || f.hash === null),
+      );
+    }
     const holder = raw.holder;
     if (isRecord(holder) && typeof holder.pid === 'number' && typeof holder.branch === 'string' && typeof holder.time === 'number') {
       data.holder = { pid: holder.pid, branch: holder.branch, time: holder.time };
@@ -687,6 +739,7 @@ export const requests = {
   seen: (args: SeenArgs) => request<SeenArgs, { runIds: string[]; held: number }>('slipway.seen', args),
   runs: (args: RunsArgs) => request<RunsArgs, RunsResult>('slipway.runs', args),
   log: (args: LogArgs) => request<LogArgs, LogResult>('slipway.log', args),
+  trust: (args: TrustArgs) => request<TrustArgs, TrustResult>('slipway.trust', args),
 };
 
 /** Whatever sends `workspace/executeCommand`: a LanguageClient or a raw jsonrpc connection. */
@@ -769,6 +822,9 @@ export class SlipwayApi {
   }
   log(args: LogArgs): Promise<LogResult> {
     return this.send(requests.log(args));
+  }
+  trust(args: TrustArgs): Promise<TrustResult> {
+    return this.send(requests.trust(args));
   }
 }
 
@@ -853,5 +909,50 @@ export async function withMountSourcePicks<T>(
       return undefined;
     }
     return call(sources);
+  }
+}
+
+/** The files of an `untrustedConfig` answer, or undefined for any other error. */
+export function untrustedFiles(error: unknown): TrustFile[] | undefined {
+  const e = toSlipwayError(error);
+  return e?.kind === 'untrustedConfig' && e.data?.files !== undefined && e.data.files.length > 0 ? e.data.files : undefined;
+}
+
+/**
+ * The trust flow (§5.16): send the command; when the answer is `untrustedConfig`, let
+ * the user look at what each file would run and set (`ask` answers true for Trust),
+ * approve exactly the content shown with `slipway.trust` (a file that changed since is
+ * shown again), then send the command again. Undefined when the user said Cancel.
+ */
+export async function withTrust<T>(
+  call: () => Promise<T>,
+  ask: (files: TrustFile[]) => Promise<boolean>,
+  approve: (files: TrustArgs['files']) => Promise<unknown>,
+): Promise<T | undefined> {
+  // One more round per file at most: a run can need the config and a template.
+  for (let round = 0; ; round++) {
+    try {
+      return await call();
+    } catch (error) {
+      let files = untrustedFiles(error);
+      if (files === undefined || round >= 3) {
+        throw error;
+      }
+      for (;;) {
+        if (!(await ask(files))) {
+          return undefined;
+        }
+        try {
+          await approve(files.map((f) => (f.hash === null ? { path: f.path, removed: true } : { path: f.path, hash: f.hash })));
+          break;
+        } catch (trustError) {
+          // It changed after it was shown: show it as it is now.
+          files = untrustedFiles(trustError);
+          if (files === undefined) {
+            throw trustError;
+          }
+        }
+      }
+    }
   }
 }

@@ -26,6 +26,7 @@ import {
   STATUS_NOTIFICATION,
   SlipwayApi,
   type StatusNotification, readVocabularies, type Vocabularies } from './protocol';
+import { userSetting } from './settings';
 
 function isExecutable(file: string): boolean {
   try {
@@ -136,7 +137,7 @@ export class Sidecar implements vscode.Disposable {
 
   /** Starts the sidecar; false (after telling the user what to do) when it cannot. */
   async start(): Promise<boolean> {
-    const setting = vscode.workspace.getConfiguration('slipway').get<string>('path', 'slipway');
+    const setting = userSetting('path', 'slipway');
     // Looked for again on every start: Retry finds a binary installed meanwhile.
     const binary = resolveBinary(setting, process.env.PATH, isExecutable, this.places());
     if (binary === undefined) {

@@ -33,6 +33,7 @@ use super::status_cache::StatusCache;
 use refresh::compute;
 pub use refresh::open_paths;
 use slipway_core::git::{HostRepo, canonical};
+use slipway_core::ids::RunId;
 use slipway_core::run::record::{RunRecord, RunState, read_events};
 use slipway_core::run::{RunEvent, heard};
 use slipway_core::worktree::{self, WorktreeState, WorktreeStatus};
@@ -44,7 +45,7 @@ const TICK: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
-    run_id: String,
+    run_id: RunId,
     state: RunState,
     branch: Option<String>,
     worktree_path: Option<PathBuf>,
@@ -57,6 +58,10 @@ pub struct Snapshot {
     root: PathBuf,
     common_dir: PathBuf,
     worktrees: Vec<WorktreeStatus>,
+    /// Each worktree's path with symlinks resolved, worked out once per
+    /// refresh so a status request is answered without a system call.
+    #[serde(skip)]
+    canonical_paths: Vec<PathBuf>,
     runs: Vec<RunSummary>,
     running: usize,
     dirty_preserved: usize,
@@ -81,19 +86,35 @@ enum ProgressState {
 struct Repo {
     root: PathBuf,
     snapshot: Option<Snapshot>,
-    follows: HashMap<String, Follow>,
+    follows: HashMap<RunId, Follow>,
     /// Shared with the blocking refresh task, hence a plain mutex.
     statuses: Arc<std::sync::Mutex<StatusCache>>,
     /// This sidecar listening on the repository (`run::heard`), once announced.
     presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
     /// Finished runs this sidecar has told its client about, or decided not
     /// to (watched in a terminal, or heard by another editor already).
-    heard: HashSet<String>,
+    heard: HashSet<RunId>,
     /// The runs that had finished when this sidecar first looked (`None`
     /// until then): their news is reported only when this sidecar claims it.
-    before: Option<HashSet<String>>,
+    before: Option<HashSet<RunId>>,
     /// News reported to the client and held until it says it has shown it.
-    held: HashMap<String, heard::Held>,
+    held: HashMap<RunId, heard::Held>,
+}
+
+impl Repo {
+    /// A repository not refreshed yet.
+    fn new(common_dir: &Path, root: PathBuf) -> Repo {
+        Repo {
+            root,
+            snapshot: None,
+            follows: HashMap::new(),
+            statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(common_dir))),
+            presence: Arc::new(std::sync::Mutex::new(None)),
+            heard: HashSet::new(),
+            before: None,
+            held: HashMap::new(),
+        }
+    }
 }
 
 /// The sidecar's state.
@@ -114,7 +135,7 @@ pub struct State {
 struct Shared {
     statuses: Arc<std::sync::Mutex<StatusCache>>,
     presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
-    heard: HashSet<String>,
+    heard: HashSet<RunId>,
 }
 
 /// What one refresh of one repository found (computed on a blocking thread).
@@ -122,9 +143,9 @@ struct Refresh {
     common_dir: PathBuf,
     slipway_dir: PathBuf,
     snapshot: Snapshot,
-    running: Vec<String>,
+    running: Vec<RunId>,
     finished: Vec<RunRecord>,
-    events: Vec<(String, Vec<RunEvent>, u64)>,
+    events: Vec<(RunId, Vec<RunEvent>, u64)>,
 }
 
 fn token_for(run_id: &str) -> NumberOrString {
@@ -158,7 +179,7 @@ impl State {
 
     /// `slipway.seen`: the client has shown these runs' ends; their news goes,
     /// so no other editor is told. Returns how many this sidecar held.
-    pub async fn seen(&self, run_ids: &[String]) -> usize {
+    pub async fn seen(&self, run_ids: &[RunId]) -> usize {
         let mut delivered = Vec::new();
         let mut shown = Vec::new();
         {
@@ -200,16 +221,21 @@ impl State {
     /// Registers a repository by its common dir and root (idempotent).
     pub async fn register(&self, common_dir: PathBuf, root: PathBuf) {
         let mut repos = self.repos.lock().await;
-        repos.entry(common_dir.clone()).or_insert_with(|| Repo {
-            root,
-            snapshot: None,
-            follows: HashMap::new(),
-            statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(&common_dir))),
-            presence: Arc::new(std::sync::Mutex::new(None)),
-            heard: HashSet::new(),
-            before: None,
-            held: HashMap::new(),
-        });
+        repos
+            .entry(common_dir.clone())
+            .or_insert_with(|| Repo::new(&common_dir, root));
+    }
+
+    /// The watched status cache of `host`'s repository, registering it when
+    /// new; for blocking threads only (it waits for the state's lock).
+    pub fn cache_blocking(&self, host: &HostRepo) -> Arc<std::sync::Mutex<StatusCache>> {
+        let common_dir = host.common_dir().to_path_buf();
+        let mut repos = self.repos.blocking_lock();
+        repos
+            .entry(common_dir.clone())
+            .or_insert_with(|| Repo::new(&common_dir, host.root().to_path_buf()))
+            .statuses
+            .clone()
     }
 
     /// What the blocking refresh of a registered repository needs.
@@ -223,10 +249,10 @@ impl State {
     }
 
     /// Starts following a run started by this sidecar.
-    pub async fn follow(&self, common_dir: &Path, run_id: &str) {
+    pub async fn follow(&self, common_dir: &Path, run_id: &RunId) {
         let mut repos = self.repos.lock().await;
         if let Some(repo) = repos.get_mut(common_dir) {
-            repo.follows.entry(run_id.to_owned()).or_insert(Follow {
+            repo.follows.entry(run_id.clone()).or_insert(Follow {
                 offset: 0,
                 progress: ProgressState::None,
             });
@@ -258,9 +284,11 @@ impl State {
     }
 
     /// The run id a progress token belongs to.
-    pub fn run_of_token(token: &NumberOrString) -> Option<String> {
+    pub fn run_of_token(token: &NumberOrString) -> Option<RunId> {
         match token {
-            NumberOrString::String(s) => s.strip_prefix("slipway-").map(str::to_owned),
+            NumberOrString::String(s) => s
+                .strip_prefix("slipway-")
+                .and_then(|id| RunId::parse(id).ok()),
             NumberOrString::Number(_) => None,
         }
     }
@@ -355,7 +383,9 @@ impl State {
             if let Some(w) = snapshot
                 .worktrees
                 .iter()
-                .find(|w| path.starts_with(canonical(&w.path)))
+                .zip(&snapshot.canonical_paths)
+                .find(|(_, at)| path.starts_with(at))
+                .map(|(w, _)| w)
             {
                 return Some(json!({
                     "inWorktree": true,

@@ -25,7 +25,7 @@ impl State {
                 self.register(common, root).await;
             }
         }
-        type Work = (PathBuf, PathBuf, HashMap<String, u64>, Shared);
+        type Work = (PathBuf, PathBuf, HashMap<RunId, u64>, Shared);
         let work: Vec<Work> = {
             let repos = self.repos.lock().await;
             repos
@@ -72,7 +72,7 @@ pub fn open_paths(path: &Path) -> Option<(PathBuf, PathBuf)> {
 pub(super) fn compute(
     common: &Path,
     root: &Path,
-    offsets: &HashMap<String, u64>,
+    offsets: &HashMap<RunId, u64>,
     shared: &Shared,
 ) -> Option<Refresh> {
     let host = HostRepo::open(root).ok()?;
@@ -105,7 +105,7 @@ pub(super) fn compute(
     for r in &mut records {
         r.settle_if_dead(&slipway_dir);
     }
-    let running: Vec<String> = records
+    let running: Vec<RunId> = records
         .iter()
         .filter(|r| r.state == RunState::Running)
         .map(|r| r.run_id.clone())
@@ -116,7 +116,7 @@ pub(super) fn compute(
         .cloned()
         .collect();
     let mut events = Vec::new();
-    let followed: std::collections::BTreeSet<&String> =
+    let followed: std::collections::BTreeSet<&RunId> =
         running.iter().chain(offsets.keys()).collect();
     for run_id in followed {
         let offset = offsets.get(run_id).copied().unwrap_or(0);
@@ -144,6 +144,7 @@ pub(super) fn compute(
             root: host.root().to_path_buf(),
             common_dir: host.common_dir().to_path_buf(),
             running: running.len(),
+            canonical_paths: worktrees.iter().map(|w| canonical(&w.path)).collect(),
             worktrees,
             runs,
             dirty_preserved,

@@ -121,7 +121,7 @@ impl State {
                 WorkDoneProgress::Begin(WorkDoneProgressBegin {
                     title: "slipway: agent run".into(),
                     cancellable: Some(true),
-                    message: Some(run_id.clone()),
+                    message: Some(run_id.to_string()),
                     percentage: None,
                 }),
             )

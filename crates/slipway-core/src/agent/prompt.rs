@@ -5,7 +5,7 @@
 //! any substitution, so an argument value can never smuggle in a command.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Names the template gets from slipway and a user may not override.
 pub const BUILT_INS: [&str; 2] = ["SOURCE_BRANCH", "TARGET_BRANCH"];
@@ -110,25 +110,6 @@ impl Prompt {
             segments.push(Segment::Text(text_buf));
         }
         Ok(Prompt { segments })
-    }
-
-    /// Loads a prompt from its source.
-    pub fn load(source: &PromptSource, base_dir: &Path) -> Result<Prompt, PromptError> {
-        match source {
-            PromptSource::Inline(text) => Ok(Prompt::literal(text)),
-            PromptSource::File(path) => {
-                let full = if path.is_absolute() {
-                    path.clone()
-                } else {
-                    base_dir.join(path)
-                };
-                let text = std::fs::read_to_string(&full).map_err(|source| PromptError::Read {
-                    path: full.clone(),
-                    source,
-                })?;
-                Prompt::template(&text)
-            }
-        }
     }
 
     /// Checks user arguments against the template before anything runs.

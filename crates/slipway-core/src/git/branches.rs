@@ -81,8 +81,24 @@ pub fn list_branches(repo: &Repository) -> Result<Vec<BranchInfo>, git2::Error> 
         .ok()
         .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned));
     let default_ref = default_branch_ref(repo).ok();
-    let upstreams = upstream_map(repo, &fetch_specs(repo)?)?;
-    let specs = fetch_specs(repo)?;
+    let (specs, upstreams) = match super::branch_config::read(repo.commondir()) {
+        Some(config) => {
+            let specs = parse_specs(config.fetch.iter().flat_map(|(remote, specs)| {
+                specs.iter().map(move |s| (remote.as_str(), s.as_str()))
+            }));
+            let pairs = config
+                .upstreams
+                .into_iter()
+                .filter_map(|(branch, (remote, merge))| Some((branch, remote?, merge?)));
+            let upstreams = map_upstreams(pairs, &specs);
+            (specs, upstreams)
+        }
+        None => {
+            let specs = fetch_specs(repo)?;
+            let upstreams = upstream_map(repo, &specs)?;
+            (specs, upstreams)
+        }
+    };
 
     struct Found {
         full: String,
@@ -325,9 +341,28 @@ fn transform(from: &str, to: &str, name: &str) -> Option<String> {
     }
 }
 
-/// Every remote's fetch refspecs, read once.
-fn fetch_specs(repo: &Repository) -> Result<Vec<FetchSpec>, git2::Error> {
+/// Fetch refspecs as `(remote, spec)` pairs, negative ones left out.
+fn parse_specs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<FetchSpec> {
     let mut out = Vec::new();
+    for (remote, spec) in pairs {
+        let spec = spec.trim_start_matches('+');
+        if spec.starts_with('^') {
+            continue;
+        }
+        if let Some((src, dst)) = spec.split_once(':') {
+            out.push(FetchSpec {
+                remote: remote.to_owned(),
+                src: src.to_owned(),
+                dst: dst.to_owned(),
+            });
+        }
+    }
+    out
+}
+
+/// Every remote's fetch refspecs, through libgit2.
+fn fetch_specs(repo: &Repository) -> Result<Vec<FetchSpec>, git2::Error> {
+    let mut pairs = Vec::new();
     for name in repo.remotes()?.iter().filter_map(|r| r.ok().flatten()) {
         let Ok(remote) = repo.find_remote(name) else {
             continue;
@@ -337,20 +372,37 @@ fn fetch_specs(repo: &Repository) -> Result<Vec<FetchSpec>, git2::Error> {
             .iter()
             .filter_map(|r| r.ok().flatten())
         {
-            let spec = spec.trim_start_matches('+');
-            if spec.starts_with('^') {
-                continue;
-            }
-            if let Some((src, dst)) = spec.split_once(':') {
-                out.push(FetchSpec {
-                    remote: name.to_owned(),
-                    src: src.to_owned(),
-                    dst: dst.to_owned(),
-                });
-            }
+            pairs.push((name.to_owned(), spec.to_owned()));
         }
     }
-    Ok(out)
+    Ok(parse_specs(
+        pairs.iter().map(|(r, s)| (r.as_str(), s.as_str())),
+    ))
+}
+
+/// Each branch's upstream as a short ref, from `(branch, remote, merge)`:
+/// through the remote's fetch refspecs as git maps it, or a local branch for
+/// `remote = .`.
+fn map_upstreams(
+    pairs: impl Iterator<Item = (String, String, String)>,
+    specs: &[FetchSpec],
+) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (branch, remote, merge) in pairs {
+        let upstream = if remote == "." {
+            merge.strip_prefix("refs/heads/").map(str::to_owned)
+        } else {
+            specs
+                .iter()
+                .filter(|spec| spec.remote == remote)
+                .find_map(|spec| spec.to_local(&merge))
+                .map(|full| super::policy::short_ref(&full).to_owned())
+        };
+        if let Some(upstream) = upstream {
+            out.insert(branch, upstream);
+        }
+    }
+    out
 }
 
 /// Reads every `branch.<name>.remote`/`.merge` pair in one pass over the config.
@@ -375,23 +427,9 @@ fn upstream_map(
             merges.insert(branch.to_owned(), value.to_owned());
         }
     })?;
-    let mut out = HashMap::new();
-    for (branch, merge) in merges {
-        let Some(remote) = remotes.get(&branch) else {
-            continue;
-        };
-        let upstream = if remote == "." {
-            merge.strip_prefix("refs/heads/").map(str::to_owned)
-        } else {
-            specs
-                .iter()
-                .filter(|spec| &spec.remote == remote)
-                .find_map(|spec| spec.to_local(&merge))
-                .map(|full| super::policy::short_ref(&full).to_owned())
-        };
-        if let Some(upstream) = upstream {
-            out.insert(branch, upstream);
-        }
-    }
-    Ok(out)
+    let pairs = merges.into_iter().filter_map(|(branch, merge)| {
+        let remote = remotes.get(&branch)?.clone();
+        Some((branch, remote, merge))
+    });
+    Ok(map_upstreams(pairs, specs))
 }

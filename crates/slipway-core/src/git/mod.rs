@@ -7,12 +7,16 @@
 //! pack files itself (read-only parsing, libgit2 for anything unusual), because
 //! it must answer for thousands of branches faster than `git for-each-ref`.
 
+pub mod attributes;
+pub mod branch_config;
 pub mod branches;
 pub mod bundle;
+pub mod checkout;
 pub mod clone;
 pub mod config_text;
 pub mod fsck;
 pub mod import;
+pub mod index_file;
 pub mod merge;
 pub mod pack_commits;
 pub mod pack_out;
@@ -61,6 +65,8 @@ pub struct HostRepo {
     repo: Repository,
     common_dir: PathBuf,
     root: PathBuf,
+    /// Whether `.slipway/` is slipway's own, once asked.
+    state_trust: std::cell::OnceCell<Result<(), crate::state_trust::Untrusted>>,
 }
 
 impl HostRepo {
@@ -118,6 +124,7 @@ impl HostRepo {
             repo,
             common_dir,
             root,
+            state_trust: std::cell::OnceCell::new(),
         })
     }
 
@@ -139,6 +146,14 @@ impl HostRepo {
     /// `<root>/.slipway`, where worktrees, records, locks and logs live.
     pub fn slipway_dir(&self) -> PathBuf {
         self.root.join(".slipway")
+    }
+
+    /// Whether `.slipway/` is slipway's own (see [`crate::state_trust`]);
+    /// asked once per handle.
+    pub fn state_trusted(&self) -> Result<(), crate::state_trust::Untrusted> {
+        self.state_trust
+            .get_or_init(|| crate::state_trust::check(self))
+            .clone()
     }
 
     /// The host's current branch (short name), or `None` when HEAD is detached or unborn.

@@ -269,6 +269,15 @@ impl PrivateGitDir {
         Ok(out)
     }
 
+    /// The commit the private `HEAD` is detached at, if the agent left it
+    /// detached.
+    pub fn detached_head(&self) -> Result<Option<git2::Oid>, PrivateDirError> {
+        Ok(match self.read_refs()?.get("HEAD") {
+            Some(RefValue::Direct(hex)) => git2::Oid::from_str(hex).ok(),
+            _ => None,
+        })
+    }
+
     /// Reads `HEAD`, `packed-refs` and every loose ref, never following a
     /// symlink (a symlinked ref or folder is skipped: git itself would not
     /// write one).

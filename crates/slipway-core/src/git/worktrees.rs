@@ -2,6 +2,7 @@
 //! check out, the safe fast-forward, and the counts `list` shows. The
 //! `worktree` module decides what to do; this one only does it in git.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use git2::{BranchType, Oid, Repository, build::CheckoutBuilder};
@@ -20,23 +21,25 @@ pub struct Registered {
     pub branch: Option<String>,
 }
 
-/// Every worktree registered in the repository, with the branch each is on.
+/// Every worktree registered in the repository, with the branch each is on,
+/// read from the admin dirs' `gitdir` and `HEAD` files (see [`admin_dirs`]).
 pub fn registered(repo: &Repository) -> Result<Vec<Registered>, git2::Error> {
-    let mut out = Vec::new();
-    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
-        let Ok(wt) = repo.find_worktree(name) else {
-            continue;
-        };
-        let branch = Repository::open_from_worktree(&wt)
-            .ok()
-            .and_then(|r| head_branch(&r));
-        out.push(Registered {
-            id: name.to_owned(),
-            path: wt.path().to_path_buf(),
-            branch,
-        });
-    }
-    Ok(out)
+    Ok(admin_dirs(repo)
+        .into_iter()
+        .filter(|(_, admin)| admin.join("gitdir").is_file())
+        .map(|(id, admin)| {
+            let head = std::fs::read_to_string(admin.join("HEAD")).unwrap_or_default();
+            let branch = head
+                .trim_end()
+                .strip_prefix("ref: refs/heads/")
+                .map(str::to_owned);
+            Registered {
+                id,
+                path: worktree_folder(&admin),
+                branch,
+            }
+        })
+        .collect())
 }
 
 /// Whether a worktree is registered under `id`.
@@ -44,44 +47,55 @@ pub fn is_registered(repo: &Repository, id: &str) -> bool {
     repo.find_worktree(id).is_ok()
 }
 
-/// Registers worktree `id` at `path` and checks out local branch `branch`
-/// there. Each file checked out is a crash point of the create (see
-/// [`crate::testhook`]); git2 gives no way to watch the checkout of a new
-/// worktree, so libgit2 is called directly.
-pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(), git2::Error> {
-    use git2::Binding;
-    use libgit2_sys as raw;
-    use std::os::unix::ffi::OsStrExt;
+/// Why a worktree could not be registered and checked out.
+#[derive(Debug, thiserror::Error)]
+pub enum AddError {
+    /// libgit2 failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    /// A file of the registration or the checkout could not be written.
+    #[error("cannot write the worktree: {0}")]
+    Io(#[from] std::io::Error),
+}
 
-    extern "C" fn each_file(
-        _path: *const std::ffi::c_char,
-        _done: libc::size_t,
-        _total: libc::size_t,
-        _payload: *mut std::ffi::c_void,
-    ) {
-        crate::testhook::point("create");
+/// Registers worktree `id` at `path` (which must not exist) and checks out
+/// local branch `branch` there, as `git worktree add` does: the admin dir
+/// `<common>/worktrees/<id>` with `gitdir`, `commondir` and `HEAD`, the
+/// folder's `.git` file, the files and the index. The caller has checked
+/// that no other checkout holds the branch, so nothing here looks at the
+/// other worktrees (libgit2's own add opens every one of them). Each file
+/// checked out is a crash point of the create (see [`crate::testhook`]).
+pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(), AddError> {
+    let full = format!("refs/heads/{branch}");
+    let commit = repo.find_reference(&full)?.peel_to_commit()?.id();
+    let common = repo.commondir();
+    let admins = common.join("worktrees");
+    match std::fs::create_dir(&admins) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
+        _ => {}
     }
-
-    let reference = repo.find_reference(&format!("refs/heads/{branch}"))?;
-    let name = std::ffi::CString::new(id)?;
-    let dir = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: the options are initialised by libgit2 before use; `reference`,
-    // `name` and `dir` outlive the call; the worktree handle is freed once.
-    unsafe {
-        let mut opts: raw::git_worktree_add_options = std::mem::zeroed();
-        let rc =
-            raw::git_worktree_add_options_init(&mut opts, raw::GIT_WORKTREE_ADD_OPTIONS_VERSION);
-        if rc < 0 {
-            return Err(git2::Error::last_error(rc));
+    let admin = admins.join(id);
+    std::fs::create_dir(&admin)?;
+    std::fs::create_dir(path)?;
+    let dot_git = path.join(".git");
+    std::fs::write(&dot_git, gitfile_text(&admin))?;
+    std::fs::write(admin.join("commondir"), "../..\n")?;
+    let mut text = dot_git.as_os_str().as_bytes().to_vec();
+    text.push(b'\n');
+    std::fs::write(admin.join("gitdir"), &text)?;
+    std::fs::write(admin.join("HEAD"), format!("ref: {full}\n"))?;
+    match super::checkout::plan(repo, commit)? {
+        super::checkout::Planned::Plain(plan) => {
+            plan.write(common, path, &admin.join("index"))?;
         }
-        opts.reference = reference.raw();
-        opts.checkout_options.progress_cb = Some(each_file);
-        let mut out: *mut raw::git_worktree = std::ptr::null_mut();
-        let rc = raw::git_worktree_add(&mut out, repo.raw(), name.as_ptr(), dir.as_ptr(), &opts);
-        if rc < 0 {
-            return Err(git2::Error::last_error(rc));
+        super::checkout::Planned::Unusual(why) => {
+            tracing::debug!("checkout by libgit2: {why}");
+            let worktree = Repository::open(path)?;
+            let mut checkout = CheckoutBuilder::new();
+            checkout.safe();
+            checkout.progress(|_, _, _| crate::testhook::point("create"));
+            worktree.checkout_head(Some(&mut checkout))?;
         }
-        raw::git_worktree_free(out);
     }
     Ok(())
 }
@@ -92,6 +106,17 @@ pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(),
 /// (see `worktree::removal`). Nothing happens when `id` is not registered.
 pub fn unregister(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     let Ok(wt) = repo.find_worktree(id) else {
+        // A registration half written (a create killed while writing it)
+        // is one git cannot open: its admin dir goes by name.
+        let admin = repo.commondir().join("worktrees").join(id);
+        if admin.symlink_metadata().is_ok_and(|m| m.is_dir())
+            && let Err(e) = std::fs::remove_dir_all(&admin)
+        {
+            return Err(git2::Error::from_str(&format!(
+                "cannot remove {}: {e}",
+                admin.display()
+            )));
+        }
         return Ok(());
     };
     let mut opts = git2::WorktreePruneOptions::new();
@@ -149,9 +174,35 @@ pub fn keep_commit(repo: &Repository, id: &str, commit: Oid) -> Result<String, g
     Ok(name)
 }
 
+/// Every linked worktree's admin dir under `<common>/worktrees/`, read
+/// straight from the folder: a name and a few small files each, as git
+/// itself reads them, where opening each as a repository costs a config
+/// parse per worktree.
+fn admin_dirs(repo: &Repository) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(repo.commondir().join("worktrees")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
+        .collect()
+}
+
+/// The folder of the worktree whose admin dir is `admin` (its `gitdir`
+/// file names the folder's `.git`).
+fn worktree_folder(admin: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(admin.join("gitdir")).unwrap_or_default();
+    let dot_git = PathBuf::from(text.trim_end_matches(['\n', '\r']));
+    match dot_git.parent() {
+        Some(folder) if dot_git.ends_with(".git") => folder.to_path_buf(),
+        _ => dot_git,
+    }
+}
+
 /// Where local branch `branch` is checked out other than in worktree
 /// `own_id`: `(true, host root)` for the host checkout, `(false, path)` for
-/// another worktree.
+/// another worktree. Reads one `HEAD` file per worktree.
 pub fn checked_out_at(
     repo: &Repository,
     host_root: &Path,
@@ -161,10 +212,14 @@ pub fn checked_out_at(
     if head_branch(repo).as_deref() == Some(branch) {
         return Ok(Some((true, host_root.to_path_buf())));
     }
-    Ok(registered(repo)?
+    let wanted = format!("ref: refs/heads/{branch}");
+    Ok(admin_dirs(repo)
         .into_iter()
-        .find(|wt| wt.id != own_id && wt.branch.as_deref() == Some(branch))
-        .map(|wt| (false, wt.path)))
+        .filter(|(name, _)| name != own_id)
+        .find(|(_, admin)| {
+            std::fs::read_to_string(admin.join("HEAD")).is_ok_and(|t| t.trim_end() == wanted)
+        })
+        .map(|(_, admin)| (false, worktree_folder(&admin))))
 }
 
 /// What the host checkout or another worktree is in the middle of on local
@@ -176,28 +231,22 @@ pub fn busy_with(
     branch: &str,
 ) -> Result<Option<(&'static str, PathBuf)>, git2::Error> {
     let full = format!("refs/heads/{branch}");
-    let mut places = vec![(repo.path().to_path_buf(), host_root.to_path_buf())];
-    for name in repo.worktrees()?.iter().filter_map(|n| n.ok().flatten()) {
-        if let Ok(wt) = repo.find_worktree(name) {
-            places.push((
-                repo.commondir().join("worktrees").join(name),
-                wt.path().to_path_buf(),
-            ));
-        }
-    }
     let says =
         |file: PathBuf, value: &str| std::fs::read_to_string(file).is_ok_and(|t| t.trim() == value);
-    for (git_dir, path) in places {
+    let busy = |git_dir: &Path| {
         for state in ["rebase-merge", "rebase-apply"] {
             if says(git_dir.join(state).join("head-name"), &full) {
-                return Ok(Some(("being rebased", path)));
+                return Some("being rebased");
             }
         }
-        if says(git_dir.join("BISECT_START"), branch) {
-            return Ok(Some(("being bisected", path)));
-        }
+        says(git_dir.join("BISECT_START"), branch).then_some("being bisected")
+    };
+    if let Some(what) = busy(repo.path()) {
+        return Ok(Some((what, host_root.to_path_buf())));
     }
-    Ok(None)
+    Ok(admin_dirs(repo)
+        .into_iter()
+        .find_map(|(_, admin)| Some((busy(&admin)?, worktree_folder(&admin)))))
 }
 
 /// The local branch a checkout's HEAD is on (short name), if any.
@@ -287,6 +336,15 @@ pub enum FastForward {
     Ahead { upstream: String },
     /// Branch and upstream have diverged: left alone.
     Diverged { upstream: String },
+}
+
+/// The `.git` file of a worktree whose admin dir is `admin`, byte for byte
+/// as a create writes it (so a put-back file is the one the user had).
+pub fn gitfile_text(admin: &Path) -> Vec<u8> {
+    let mut text = b"gitdir: ".to_vec();
+    text.extend_from_slice(admin.as_os_str().as_bytes());
+    text.push(b'\n');
+    text
 }
 
 /// Fast-forwards branch `branch` in the checkout at `path` to `upstream` (a

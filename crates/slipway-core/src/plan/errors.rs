@@ -12,6 +12,7 @@ use crate::git::branches::BranchInfo;
 use crate::git::policy::SourceError;
 use crate::git::refname::InvalidBranchName;
 use crate::git::{HostRepo, OpenError};
+use crate::trust::TrustError;
 use crate::workspace::WorkspaceError;
 use crate::workspace::validate::ValidationError;
 use crate::worktree::CreateError;
@@ -114,9 +115,18 @@ pub enum PlanError {
     /// The workspace cannot be launched.
     #[error(transparent)]
     Validation(Box<ValidationError>),
+    /// A repository file that runs programs is not trusted, or cannot be read.
+    #[error(transparent)]
+    Trust(Box<TrustError>),
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+impl From<TrustError> for PlanError {
+    fn from(e: TrustError) -> Self {
+        PlanError::Trust(Box::new(e))
+    }
 }
 
 impl From<WorkspaceError> for PlanError {
@@ -194,6 +204,7 @@ impl Failure for PlanError {
             PlanError::Lock { .. } => ErrorKind::Io,
             PlanError::Workspace(e) => e.kind(),
             PlanError::Validation(e) => e.kind(),
+            PlanError::Trust(e) => e.kind(),
             PlanError::Git(_) => ErrorKind::Git,
         }
     }
@@ -217,10 +228,11 @@ impl Failure for PlanError {
                 data.insert("branch".into(), json!(branch));
                 let holder = match error {
                     LockError::InUse { holder, .. } => json!(holder),
-                    LockError::Io { .. } => Value::Null,
+                    LockError::Io { .. } | LockError::Untrusted(_) => Value::Null,
                 };
                 data.insert("holder".into(), holder);
             }
+            PlanError::Trust(e) => data = e.data(),
             _ => {}
         }
         data
@@ -257,6 +269,7 @@ impl Failure for PlanError {
             PlanError::WorktreeNotFound(_) => vec![Hint::ListWorktrees],
             PlanError::SandboxNotFound(_) => vec![Hint::ListSandboxes],
             PlanError::Workspace(e) => crate::error::Failure::hints(e.as_ref()),
+            PlanError::Trust(e) => e.hints(),
             PlanError::ImageWithoutDocker => vec![Hint::Give {
                 field: Field::Sandbox,
             }],

@@ -129,7 +129,7 @@ pub struct TimeoutInput {
 #[serde(rename_all = "camelCase")]
 pub struct RunInput {
     /// The run id; a new one when unset.
-    pub run_id: Option<String>,
+    pub run_id: Option<crate::ids::RunId>,
     /// The repository; for workspace runs the workspace decides when unset.
     pub repository: Option<PathBuf>,
     /// The strategy; from the branch, the defaults, else merge-to-head.
@@ -224,12 +224,12 @@ fn load_workspace(input: &WorkspaceInput) -> Result<(WorkspacePlan, RunDefaults)
     }
 }
 
-/// The run defaults of a repository: its `slipway.toml` over the user's
-/// `config.toml` (each key the repository leaves unset is the user's).
+/// The run defaults of a repository: its `slipway.toml` (when the user
+/// trusted its content, see [`crate::trust`]) over the user's `config.toml`
+/// (each key the repository leaves unset is the user's).
 pub fn repository_defaults(host: &HostRepo) -> Result<RunDefaults, PlanError> {
-    let repo = Workspace::load_repo_defaults(host.root())?
-        .map(|ws| ws.defaults)
-        .unwrap_or_default();
+    let store = crate::trust::TrustStore::from_env();
+    let repo = crate::trust::repository_defaults(host.root(), store.as_ref())?;
     Ok(repo.or(&Workspace::load_user_defaults()?))
 }
 
@@ -273,11 +273,13 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
     };
     let mut sandbox = sandbox(&input.sandbox, &defaults)?;
     let mut worktree = input.worktree.clone();
+    let mut sandbox_id = None;
     if let Some(id) = &input.sandbox_id {
         let record = crate::run::sandboxes::SandboxRecord::load(&host, id)
             .ok_or_else(|| PlanError::SandboxNotFound(id.clone()))?;
         worktree = Some(record.worktree_id);
         sandbox = record.spec;
+        sandbox_id = crate::ids::SandboxId::parse(&record.id).ok();
     }
     if workspace.is_some() && !matches!(sandbox, SandboxSpec::None | SandboxSpec::Docker { .. }) {
         return Err(PlanError::WorkspaceSandbox(
@@ -319,7 +321,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         agent,
         sandbox,
         workspace,
-        sandbox_id: input.sandbox_id.clone(),
+        sandbox_id,
         prompt,
         prompt_args: input.args.clone(),
         max_iterations: input.max_iterations.unwrap_or(1),
@@ -464,7 +466,15 @@ fn timeouts(input: &TimeoutInput) -> Timeouts {
 /// the prompt and its arguments, the agent, iterations and completion signals.
 /// [`plan_run`] ends with them; `run` starts with them.
 pub fn check(host: &HostRepo, request: &RunRequest) -> Result<Checked, PlanError> {
-    let prompt = Prompt::load(&request.prompt, host.root())?;
+    let prompt = match &request.prompt {
+        PromptSource::Inline(text) => Prompt::literal(text),
+        // A template's commands run where the agent does: on the host with no sandbox.
+        PromptSource::File(path) => crate::trust::prompt_template(
+            &host.root().join(path),
+            request.sandbox == SandboxSpec::None,
+            crate::trust::TrustStore::from_env().as_ref(),
+        )?,
+    };
     if matches!(request.prompt, PromptSource::Inline(_)) && !request.prompt_args.is_empty() {
         return Err(PromptError::ArgsWithInline.into());
     }

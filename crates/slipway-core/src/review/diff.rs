@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::{NoSuchWorktree, Subject, find_subject};
 use crate::error::{ErrorKind, Failure, Hint};
 use crate::git::HostRepo;
+use crate::review::sensitive::{Classifier, Sensitivity};
 
 /// A text larger than this is not sent whole (the editor shows a diff, not a dump).
 const TEXT_LIMIT: u64 = 8 << 20;
@@ -52,6 +53,10 @@ pub struct FileChange {
     pub committed: bool,
     /// Some of the change is not committed yet.
     pub uncommitted: bool,
+    /// Set when the file makes programs run on the host once it is in a
+    /// checkout (`slipway.toml`, git hooks, editor and shell config).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<Sensitivity>,
 }
 
 /// A worktree's whole change against its base.
@@ -277,6 +282,7 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         .then_some(head_tree.as_ref())
         .flatten();
     let diff = combined(repo, &base_tree, tip_only)?;
+    let classifier = Classifier::for_repo(host.git());
     let mut files = Vec::new();
     for (i, delta) in diff.deltas().enumerate() {
         let status = match delta.status() {
@@ -310,7 +316,11 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         let either = |set: &HashSet<String>| {
             set.contains(&path) || old_path.as_ref().is_some_and(|o| set.contains(o))
         };
+        let sensitive = classifier
+            .classify(&path)
+            .or_else(|| old_path.as_deref().and_then(|o| classifier.classify(o)));
         files.push(FileChange {
+            sensitive,
             committed: either(&committed),
             uncommitted: either(&uncommitted),
             path,

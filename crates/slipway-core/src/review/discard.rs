@@ -31,6 +31,9 @@ pub enum DiscardError {
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// `.slipway/` is not slipway's own: nothing is removed.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
 }
 
 impl Failure for DiscardError {
@@ -40,6 +43,7 @@ impl Failure for DiscardError {
             DiscardError::BranchInUse(e) => lock_kind(e),
             DiscardError::Close(e) => e.kind(),
             DiscardError::Git(_) => ErrorKind::Git,
+            DiscardError::Untrusted(_) => ErrorKind::UntrustedState,
         }
     }
 
@@ -93,6 +97,7 @@ fn refusal(branch: &str, at_risk: &AtRisk) -> String {
 /// and the answer says why. `force` never overrides the rules of close that
 /// protect what slipway did not make (see [`close_locked`]).
 pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<Discarded, DiscardError> {
+    host.state_trusted()?;
     let subject = find_subject(host, selector)?;
     let name = subject.selector();
     let (outcome, refused) = remove(host, subject, force)?;

@@ -18,6 +18,7 @@ use crate::error::{ErrorKind, Failure, Field, Hint};
 use crate::git::HostRepo;
 use crate::git::merge::{self, Deadline, MergeError, MergePlan, Merged};
 use crate::git::worktrees;
+use crate::review::sensitive::{SensitiveChange, sensitive_changes};
 use crate::worktree::lock::LockError;
 use crate::worktree::record::RecordError;
 use crate::worktree::{WorktreeStrategy, lock_branch};
@@ -106,6 +107,9 @@ pub struct Landed {
     /// What to do next: the work is home, so the worktree and its branch
     /// can go.
     pub actions: Vec<Action>,
+    /// Files the land changed in `into` that make programs run on the host
+    /// (`slipway.toml`, git hooks, editor and shell config).
+    pub sensitive_changes: Vec<SensitiveChange>,
 }
 
 /// Why nothing was landed. In every case the host is exactly as before.
@@ -184,6 +188,9 @@ pub enum LandError {
     /// libgit2 failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// `.slipway/` is not slipway's own: nothing is landed.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
 }
 
 impl Failure for LandError {
@@ -200,6 +207,7 @@ impl Failure for LandError {
             LandError::Merge(e) => e.kind(),
             LandError::Record(e) => e.kind(),
             LandError::Git(_) => ErrorKind::Git,
+            LandError::Untrusted(_) => ErrorKind::UntrustedState,
         }
     }
 
@@ -255,6 +263,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     if request.how == LandHow::Rebase && request.message.is_some() {
         return Err(LandError::MessageWithRebase);
     }
+    host.state_trusted()?;
     let subject = find_subject(host, request.worktree)?;
     let branch = subject.branch().to_owned();
     // A run on the branch would move it under the land.
@@ -321,6 +330,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         branch: branch.clone(),
         checkout_updated,
         actions: vec![Action::on(ActionKind::Discard, &branch)],
+        sensitive_changes: Vec::new(),
     };
     let made = if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
         None
@@ -343,7 +353,15 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     let plan = merge::checked(repo, plan, &deadline)?;
     merge::apply_journaled(host, &plan)?;
     remember_landed(host, record.as_mut(), theirs)?;
-    Ok(landed(new, kind, checkout))
+    let changed = sensitive_changes(
+        repo,
+        Some(repo.find_commit(ours)?.tree_id()),
+        repo.find_commit(new)?.tree_id(),
+    )?;
+    Ok(Landed {
+        sensitive_changes: changed,
+        ..landed(new, kind, checkout)
+    })
 }
 
 /// Notes in the record that the branch's work up to `tip` is home (a kept

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod discard;
 pub mod land;
 pub mod risk;
+pub mod sensitive;
 
 use git2::Oid;
 use serde_json::{Map, Value, json};
@@ -241,8 +242,5 @@ pub fn ahead_behind(
 
 /// The kind of a branch lock that could not be taken.
 fn lock_kind(e: &LockError) -> ErrorKind {
-    match e {
-        LockError::InUse { .. } => ErrorKind::BranchInUse,
-        LockError::Io { .. } => ErrorKind::Io,
-    }
+    e.kind()
 }

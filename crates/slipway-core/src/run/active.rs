@@ -7,6 +7,8 @@ use crate::agent::session::{SessionError, TokenTotals, rewrite_paths};
 pub(super) enum ActiveSandbox {
     Host(HostSandbox),
     Docker(Box<crate::sandbox::docker::DockerSandbox>),
+    /// A container whose own process is the run's only one.
+    OneProcess(Box<crate::sandbox::docker::OneProcessSandbox>),
     Isolated(Box<crate::sandbox::isolated::IsolatedSandbox>),
     /// A workspace's container: mounts at their `dst`, host paths mapped.
     Mapped(Box<crate::sandbox::mapped::MappedSandbox>),
@@ -93,6 +95,12 @@ impl ActiveSandbox {
                 ));
             }
             ActiveSandbox::Docker(d) => (d.as_ref(), host_cwd.to_path_buf()),
+            // A run that resumes a session is never given this sandbox.
+            ActiveSandbox::OneProcess(_) => {
+                return Err(not_carried(
+                    "the session must be copied in before the agent starts",
+                ));
+            }
             ActiveSandbox::Isolated(i) => (i.docker(), i.container_worktree().to_path_buf()),
         };
         let home_staging = staging.join("home");
@@ -127,6 +135,7 @@ impl ActiveSandbox {
         match self {
             ActiveSandbox::Host(s) => s,
             ActiveSandbox::Docker(s) => s.as_ref(),
+            ActiveSandbox::OneProcess(s) => s.as_ref(),
             ActiveSandbox::Isolated(s) => s.as_ref(),
             ActiveSandbox::Mapped(s) => s.as_ref(),
         }
@@ -148,10 +157,17 @@ pub(crate) async fn docker_config(
     let mut live: Vec<String> = live_runs(&host.slipway_dir());
     live.extend(sandboxes::live_ids(&host.slipway_dir()));
     live.push(run_id.to_owned());
-    if let Err(e) = docker::reap_orphans(&engine, Some(&scope), &live).await {
-        tracing::warn!("could not reap orphan containers: {e}");
-    }
+    // Reaping goes on while the container is made: the run's own container
+    // is among the live ones, and nothing waits for a listing first.
+    let reaper = engine.clone();
+    let reap_scope = scope.clone();
+    tokio::spawn(async move {
+        if let Err(e) = docker::reap_orphans(&reaper, Some(&reap_scope), &live).await {
+            tracing::warn!("could not reap orphan containers: {e}");
+        }
+    });
     let mut config = docker::DockerConfig::new(image.to_owned(), run_id);
+    config.engine = Some(engine);
     config.network = network.clone();
     (config.memory_bytes, config.pids_limit) = limits.resolved();
     config.scope = Some(scope);
@@ -170,7 +186,7 @@ fn live_runs(slipway_dir: &Path) -> Vec<String> {
     RunRecord::load_all(slipway_dir)
         .into_iter()
         .filter(|r| r.state == RunState::Running && crate::worktree::pid_alive(r.pid))
-        .map(|r| r.run_id)
+        .map(|r| r.run_id.to_string())
         .collect()
 }
 
@@ -185,7 +201,7 @@ pub(super) async fn attach_sandbox(
     use crate::sandbox::isolated;
     let record = sandboxes::SandboxRecord::load(host, id)
         .ok_or_else(|| RunError::Invalid(format!("no sandbox '{id}' in this repository")))?;
-    let docker = sandboxes::attach_docker(&record).await?;
+    let docker = sandboxes::attach_docker(host, &record).await?;
     match record.spec {
         SandboxSpec::DockerIsolated { .. } => {
             let have = record
@@ -215,12 +231,15 @@ pub(super) async fn attach_sandbox(
     }
 }
 
-/// Starts the sandbox a run asked for.
+/// Starts the sandbox a run asked for. With `one_process` (the run starts
+/// nothing in the sandbox but its agent, once), a docker run's agent is the
+/// container's own process.
 pub(super) async fn start_sandbox(
     spec: &SandboxSpec,
     host: &HostRepo,
     place: &Place,
     run_id: &str,
+    one_process: bool,
 ) -> Result<ActiveSandbox, RunError> {
     use crate::sandbox::{docker, isolated};
     match spec {
@@ -245,6 +264,10 @@ pub(super) async fn start_sandbox(
             })?;
             config.mounts = git.mounts(None).map_err(|e| RunError::Io(e.to_string()))?;
             config.workdir = Some(place.cwd.clone());
+            if one_process {
+                let sandbox = docker::OneProcessSandbox::new(config).await?;
+                return Ok(ActiveSandbox::OneProcess(Box::new(sandbox)));
+            }
             let sandbox = docker::DockerSandbox::start(config).await?;
             Ok(ActiveSandbox::Docker(Box::new(sandbox)))
         }

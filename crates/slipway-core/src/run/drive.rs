@@ -21,7 +21,7 @@ pub(super) async fn drive(
     let mut env = identity_env(host);
     env.push(("SLIPWAY_SOURCE_BRANCH".into(), place.branch.clone()));
     env.push(("SLIPWAY_TARGET_BRANCH".into(), target_branch.clone()));
-    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.clone()));
+    env.push(("SLIPWAY_RUN_ID".into(), ctx.result.run_id.to_string()));
     env.push(("SLIPWAY_WORKTREE".into(), place.cwd.display().to_string()));
 
     let host_sandbox = HostSandbox;
@@ -39,6 +39,7 @@ pub(super) async fn drive(
     // Isolated sandboxes build theirs inside the container, workspaces one
     // per isolated mount.
     let reach = match &request.sandbox {
+        SandboxSpec::None if place.record.is_some() => Some(private_git::Reach::GitFile),
         SandboxSpec::None => Some(private_git::Reach::Environment),
         SandboxSpec::Docker { .. } => Some(private_git::Reach::Mounts { slot: 0 }),
         SandboxSpec::DockerIsolated { .. } => None,
@@ -58,7 +59,21 @@ pub(super) async fn drive(
             reach,
             keep,
         )?;
-        git.begin_journal(host, &ctx.result.run_id, place.lock.branch())?;
+        let worktree = place
+            .record
+            .as_ref()
+            .map(|r| crate::ids::WorktreeId::parse(&r.id))
+            .transpose()
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        git.begin_journal(
+            host,
+            &ctx.result.run_id,
+            place.lock.branch(),
+            private_git::JournalIds {
+                sandbox: request.sandbox_id.as_ref(),
+                worktree: worktree.as_ref(),
+            },
+        )?;
         env.extend(git.env());
         place.git = Some(git);
     }
@@ -67,6 +82,13 @@ pub(super) async fn drive(
     } else {
         place.baseline = Some(quarantine::Baseline::take(&place.cwd));
     }
+    if let Some(git) = &place.git {
+        git.point_checkout().map_err(|e| {
+            RunError::Io(format!(
+                "cannot point the worktree at its private git dir: {e}"
+            ))
+        })?;
+    }
     let place: &Place = place;
     ctx.phase(
         "sandbox",
@@ -74,7 +96,25 @@ pub(super) async fn drive(
     );
     let active = match &request.sandbox_id {
         Some(id) => attach_sandbox(ctx, host, place, id).await?,
-        None => start_sandbox(&request.sandbox, host, place, &ctx.result.run_id).await?,
+        None => {
+            // Nothing but the agent, once: it can be the container's own process.
+            let one_process = request.max_iterations == 1
+                && request.hooks.sandbox_on_sandbox_ready.is_empty()
+                && prompt.shell_blocks().is_empty()
+                && request
+                    .agent
+                    .options()
+                    .and_then(|o| o.resume.as_ref())
+                    .is_none();
+            start_sandbox(
+                &request.sandbox,
+                host,
+                place,
+                &ctx.result.run_id,
+                one_process,
+            )
+            .await?
+        }
     };
     let sandbox = active.as_dyn();
     let staging = host
@@ -231,7 +271,7 @@ pub(super) async fn drive(
                         returned.deleted.len()
                     ));
                 }
-                ctx.record_import(returned.imported);
+                ctx.record_import(host, returned.imported);
                 ctx.result.quarantined.extend(returned.refused);
                 if let Err(e) = std::fs::remove_dir_all(&staging) {
                     tracing::warn!("could not remove {}: {e}", staging.display());

@@ -95,6 +95,18 @@ pub enum RunError {
     /// The run's private git state could not be made, or its work imported.
     #[error(transparent)]
     PrivateGit(#[from] private_git::RunGitError),
+    /// `.slipway/` is not slipway's own.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
+}
+
+impl From<worktree::SlipwayDirError> for RunError {
+    fn from(e: worktree::SlipwayDirError) -> Self {
+        match e {
+            worktree::SlipwayDirError::Untrusted(e) => RunError::Untrusted(e),
+            worktree::SlipwayDirError::Io(e) => RunError::Io(e.to_string()),
+        }
+    }
 }
 
 impl RunError {
@@ -108,8 +120,8 @@ impl RunError {
             RunError::Outdated(_) => crate::error::ErrorKind::OutdatedState,
             RunError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             RunError::Worktree(e) => e.kind(),
-            RunError::BranchInUse(LockError::InUse { .. }) => crate::error::ErrorKind::BranchInUse,
-            RunError::BranchInUse(_) | RunError::Io(_) => crate::error::ErrorKind::Io,
+            RunError::BranchInUse(e) => e.kind(),
+            RunError::Io(_) => crate::error::ErrorKind::Io,
             RunError::WorktreeNotFound(_) => crate::error::ErrorKind::WorktreeNotFound,
             RunError::SourcesRequired { .. } => crate::error::ErrorKind::SourceBranchRequired,
             RunError::Hook { .. } => crate::error::ErrorKind::HookFailed,
@@ -123,6 +135,7 @@ impl RunError {
             RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
             RunError::Git(_) => crate::error::ErrorKind::Git,
             RunError::PrivateGit(e) => e.kind(),
+            RunError::Untrusted(_) => crate::error::ErrorKind::UntrustedState,
         }
     }
 

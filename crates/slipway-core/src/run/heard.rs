@@ -21,12 +21,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::record::runs_dir;
+use crate::ids::RunId;
 
 fn sidecars_dir(slipway_dir: &Path) -> PathBuf {
     slipway_dir.join("sidecars")
 }
 
-fn news_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+fn news_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
     runs_dir(slipway_dir).join(format!("{run_id}.news"))
 }
 
@@ -68,7 +69,7 @@ pub fn announce(slipway_dir: &Path) -> std::io::Result<Presence> {
 /// Called as a run ends, before its record says so: unless a person watched
 /// it end (`watched`: the terminal that started it shows the result), its end
 /// is news for the editors until one of them has shown it.
-pub fn ending(slipway_dir: &Path, run_id: &str, watched: bool) {
+pub fn ending(slipway_dir: &Path, run_id: &RunId, watched: bool) {
     if watched {
         return;
     }
@@ -94,7 +95,7 @@ impl Held {
 
 /// An editor showed a run's end that another sidecar holds the news of:
 /// nobody else will be told.
-pub fn shown(slipway_dir: &Path, run_id: &str) {
+pub fn shown(slipway_dir: &Path, run_id: &RunId) {
     remove(&news_path(slipway_dir, run_id));
 }
 
@@ -120,7 +121,7 @@ pub enum Claim {
 }
 
 /// Takes the news of a run's end, if nobody else holds it.
-pub fn claim(slipway_dir: &Path, run_id: &str) -> Claim {
+pub fn claim(slipway_dir: &Path, run_id: &RunId) -> Claim {
     let path = news_path(slipway_dir, run_id);
     let Ok(file) = OpenOptions::new().write(true).open(&path) else {
         return Claim::None;
@@ -153,19 +154,20 @@ mod tests {
     fn news_is_held_by_one_claimant_until_delivered_or_dropped() {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(runs_dir(dir.path())).expect("runs dir");
-        ending(dir.path(), "watched", true);
-        assert!(matches!(claim(dir.path(), "watched"), Claim::None));
-        ending(dir.path(), "run-1", false);
-        let Claim::Held(first) = claim(dir.path(), "run-1") else {
+        let (watched, run) = (RunId::new(), RunId::new());
+        ending(dir.path(), &watched, true);
+        assert!(matches!(claim(dir.path(), &watched), Claim::None));
+        ending(dir.path(), &run, false);
+        let Claim::Held(first) = claim(dir.path(), &run) else {
             panic!("the first claimant holds it");
         };
-        assert!(matches!(claim(dir.path(), "run-1"), Claim::Taken));
+        assert!(matches!(claim(dir.path(), &run), Claim::Taken));
         // A holder that goes without delivering leaves it to the next one.
         drop(first);
-        let Claim::Held(second) = claim(dir.path(), "run-1") else {
+        let Claim::Held(second) = claim(dir.path(), &run) else {
             panic!("free again");
         };
         second.delivered();
-        assert!(matches!(claim(dir.path(), "run-1"), Claim::None));
+        assert!(matches!(claim(dir.path(), &run), Claim::None));
     }
 }

@@ -19,7 +19,7 @@ const TAIL: u64 = 4096;
 #[serde(rename_all = "camelCase")]
 pub struct RunEntry {
     /// Run id.
-    pub run_id: String,
+    pub run_id: crate::ids::RunId,
     /// `running`, or how it ended (`completed`, `failed`, `timedOut`, `cancelled`).
     pub status: String,
     /// The agent's provider name, when the record knows it.

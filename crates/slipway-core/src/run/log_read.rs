@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::record::{RunRecord, RunState};
 use crate::error::{ErrorKind, Failure, Hint};
 use crate::git::HostRepo;
+use crate::ids::RunId;
 
 /// One answer carries at most this much of a log; `next` says where to go on.
 const CHUNK: u64 = 1 << 20;
@@ -63,21 +64,20 @@ impl Failure for LogError {
 }
 
 /// The log file of a run.
-pub fn log_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+pub fn log_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
     slipway_dir.join("logs").join(format!("{run_id}.log"))
 }
 
 /// Whether a run of this repository is known (a record or a log).
-pub fn known(host: &HostRepo, run_id: &str) -> bool {
+pub fn known(host: &HostRepo, run_id: &RunId) -> bool {
     let dir = host.slipway_dir();
-    valid_id(run_id)
-        && (RunRecord::load(&dir, run_id).is_some()
-            || log_path(&dir, run_id).is_file()
-            || request_path(&dir, run_id).is_file())
+    RunRecord::load(&dir, run_id).is_some()
+        || log_path(&dir, run_id).is_file()
+        || request_path(&dir, run_id).is_file()
 }
 
 /// The request a sidecar wrote for a detached run before starting it.
-fn request_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+fn request_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
     super::record::runs_dir(slipway_dir).join(format!("{run_id}.request.json"))
 }
 
@@ -86,7 +86,7 @@ fn request_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
 const START_GRACE: Duration = Duration::from_secs(60);
 
 /// Whether a run without a record is still to start: its request is fresh.
-fn starting(slipway_dir: &Path, run_id: &str) -> bool {
+fn starting(slipway_dir: &Path, run_id: &RunId) -> bool {
     std::fs::metadata(request_path(slipway_dir, run_id))
         .and_then(|m| m.modified())
         .ok()
@@ -94,20 +94,11 @@ fn starting(slipway_dir: &Path, run_id: &str) -> bool {
         .is_some_and(|age| age < START_GRACE)
 }
 
-/// A run id names a file in slipway's folders: no separators, no `..`.
-fn valid_id(run_id: &str) -> bool {
-    !run_id.is_empty()
-        && !run_id.starts_with('.')
-        && run_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-}
-
 /// The log of `run_id` from byte `from`, at most a megabyte of it.
-pub fn read(host: &HostRepo, run_id: &str, from: u64) -> Result<LogChunk, LogError> {
+pub fn read(host: &HostRepo, run_id: &RunId, from: u64) -> Result<LogChunk, LogError> {
     if !known(host, run_id) {
         return Err(LogError::UnknownRun {
-            run_id: run_id.to_owned(),
+            run_id: run_id.to_string(),
         });
     }
     let dir = host.slipway_dir();

@@ -20,6 +20,7 @@ use crate::git::merge::{MergeError, MergeOutcome, MergeRequest, merge_into_host}
 use crate::git::policy::SourcePolicy;
 use crate::git::private_dir::IgnoredRef;
 use crate::git::refname::{InvalidBranchName, validate_branch_name};
+use crate::ids::RunId;
 use crate::sandbox::host::HostSandbox;
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::worktree::lock::{BranchLock, LockError};
@@ -114,47 +115,105 @@ pub enum CancelError {
     /// No record of that run.
     #[error("no run '{0}' in this repository")]
     UnknownRun(String),
+    /// `.slipway/` is not slipway's own: nothing is signalled.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
+    /// The record names a process by pid alone (an older slipway wrote it,
+    /// or it was planted): nothing is signalled.
+    #[error(
+        "run '{run_id}' names process {pid} without its start time, so slipway cannot tell it from another process with that pid; nothing was signalled: stop it yourself if it is the run"
+    )]
+    Unverifiable { run_id: String, pid: u32 },
 }
 
 impl CancelError {
     /// Stable machine-readable kind.
     pub fn kind(&self) -> crate::error::ErrorKind {
-        crate::error::ErrorKind::UnknownRun
+        match self {
+            CancelError::UnknownRun(_) => crate::error::ErrorKind::UnknownRun,
+            CancelError::Unverifiable { .. } | CancelError::Untrusted(_) => {
+                crate::error::ErrorKind::UntrustedState
+            }
+        }
     }
 }
 
 /// Asks a run to stop: its process gets SIGTERM, kills the agent's tree and
 /// finishes with status `cancelled`. Returns the run's state at the time of asking.
-pub fn cancel(host: &HostRepo, run_id: &str) -> Result<RunState, CancelError> {
+pub fn cancel(host: &HostRepo, run_id: &RunId) -> Result<RunState, CancelError> {
+    host.state_trusted()?;
     let slipway_dir = host.slipway_dir();
     let mut record = RunRecord::load(&slipway_dir, run_id)
-        .ok_or_else(|| CancelError::UnknownRun(run_id.to_owned()))?;
+        .ok_or_else(|| CancelError::UnknownRun(run_id.to_string()))?;
     if record.settle_if_dead(&slipway_dir) || record.state == RunState::Finished {
         return Ok(RunState::Finished);
     }
-    if let Ok(pid) = libc::pid_t::try_from(record.pid) {
-        // SAFETY: signalling the run process named in its own record.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+    // Only the process that wrote the record, recognised by its start time
+    // and boot, is signalled: a pid alone in a file names nobody.
+    match &record.process {
+        Some(process) if process.signal(libc::SIGTERM) => Ok(RunState::Running),
+        Some(_) => Ok(RunState::Finished),
+        None => Err(CancelError::Unverifiable {
+            run_id: run_id.to_string(),
+            pid: record.pid,
+        }),
     }
-    Ok(RunState::Running)
 }
 
 /// A new run id: time plus randomness, sortable.
-pub fn new_run_id() -> String {
-    let secs = crate::util::now_secs();
-    format!("run-{secs}-{}", crate::util::random_hex(3))
+pub fn new_run_id() -> RunId {
+    RunId::new()
 }
+
+/// The most of an agent's output a run log keeps by default (`SLIPWAY_LOG_LIMIT`
+/// sets another number of bytes); slipway's own lines are always written.
+pub const LOG_LIMIT: u64 = 64 << 20;
 
 struct RunLog {
     file: Option<std::fs::File>,
+    /// Bytes of agent output written so far, and the most that is kept.
+    written: u64,
+    limit: u64,
 }
 
 impl RunLog {
+    fn new(file: Option<std::fs::File>) -> RunLog {
+        let limit = std::env::var("SLIPWAY_LOG_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(LOG_LIMIT);
+        RunLog {
+            file,
+            written: 0,
+            limit,
+        }
+    }
+
+    /// One of slipway's own lines.
     fn line(&mut self, text: &str) {
-        if let Some(f) = &mut self.file {
-            let _ = writeln!(f, "{text}");
+        if let Some(f) = &mut self.file
+            && let Err(e) = writeln!(f, "{text}")
+        {
+            // The log is for people; the run goes on without it.
+            tracing::warn!("cannot write the run log: {e}");
+            self.file = None;
+        }
+    }
+
+    /// A line of the agent's output, until the log holds `limit` bytes of
+    /// it; then one line says where it was cut, and the rest is not kept.
+    fn output(&mut self, text: &str) {
+        if self.written >= self.limit {
+            return;
+        }
+        self.written = self.written.saturating_add(text.len() as u64 + 1);
+        if self.written < self.limit {
+            self.line(text);
+        } else {
+            self.line(&format!(
+                "[slipway] the log reached its limit of {} bytes of agent output here; the rest is not kept (the run goes on)",
+                self.limit
+            ));
         }
     }
 }
@@ -214,9 +273,16 @@ impl Ctx<'_> {
     }
 
     /// Puts what the import of the run's branch did into the result: its
-    /// commits, and a warning when they went to a side branch.
-    fn record_import(&mut self, imported: Option<Imported>) {
+    /// commits, the program-running files they change, and a warning when
+    /// they went to a side branch.
+    fn record_import(&mut self, host: &HostRepo, imported: Option<Imported>) {
         if let Some(imported) = &imported {
+            match crate::review::sensitive::of_commits(host.git(), &imported.commits) {
+                Ok(found) => self.result.sensitive_changes = found,
+                Err(e) => self.result.warnings.push(format!(
+                    "could not check the run's commits for files that run programs: {e}"
+                )),
+            }
             self.result.commits = imported
                 .commits
                 .iter()
@@ -257,16 +323,6 @@ impl Ctx<'_> {
     }
 }
 
-/// A quarantine finding in people's words.
-fn finding_text(finding: quarantine::Finding) -> &'static str {
-    match finding {
-        quarantine::Finding::NestedGit => "a git folder or file below the checkout",
-        quarantine::Finding::EscapingSymlink => "a symlink leaving the checkout",
-        quarantine::Finding::NewGitlink => "a new submodule entry",
-        quarantine::Finding::RefusedEntry => "an entry that was not written",
-    }
-}
-
 /// The user's identity for the agent's commits, as environment (never as
 /// config: the user's global git config is not touched).
 fn identity_env(host: &HostRepo) -> Vec<(String, String)> {
@@ -298,12 +354,14 @@ pub async fn run(
     // A run nobody can follow (its record cannot be written: a full disk, a
     // read-only folder) does not start.
     let saved = worktree::ensure_slipway_dir(host)
-        .and_then(|()| record.save(&slipway_dir))
-        .map_err(|e| {
-            RunError::Io(format!(
-                "cannot write the run record under {}: {e}",
-                slipway_dir.display()
-            ))
+        .map_err(RunError::from)
+        .and_then(|()| {
+            record.save(&slipway_dir).map_err(|e| {
+                RunError::Io(format!(
+                    "cannot write the run record under {}: {e}",
+                    slipway_dir.display()
+                ))
+            })
         });
     if let Err(error) = saved {
         let mut result = RunRecord::starting(&run_id).failed_result(&slipway_dir, String::new());
@@ -353,24 +411,24 @@ pub async fn run(
 async fn run_recorded(
     host: &HostRepo,
     request: RunRequest,
-    run_id: String,
+    run_id: RunId,
     control: RunControl,
     events: EventSink,
     record: &mut RunRecord,
 ) -> Result<RunResult, RunFailure> {
-    let logs_dir = host.slipway_dir().join("logs");
-    let log_file = logs_dir.join(format!("{run_id}.log"));
+    let log_file = log_read::log_path(&host.slipway_dir(), &run_id);
     let file = worktree::ensure_slipway_dir(host)
-        .and_then(|()| std::fs::create_dir_all(&logs_dir))
+        .ok()
+        .and_then(|()| std::fs::create_dir_all(log_file.parent()?).ok())
         .and_then(|()| {
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&log_file)
-        })
-        .ok();
+                .ok()
+        });
     let mut ctx = Ctx {
-        log: RunLog { file },
+        log: RunLog::new(file),
         event_log: EventLog::open(&host.slipway_dir(), &run_id),
         events: &events,
         control: control.clone(),
@@ -394,7 +452,9 @@ async fn run_recorded(
             merge: None,
             merged_into: None,
             refs_ignored: Vec::new(),
+            kept_refs: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
@@ -529,7 +589,14 @@ async fn run_recorded(
                 }
                 ctx.result.warnings.extend(report.warnings);
                 ctx.result.refs_ignored = report.refs_ignored;
-                ctx.record_import(report.imported);
+                for kept in &report.kept {
+                    ctx.log.line(&format!(
+                        "[slipway] kept: the agent's work on {} is on {} ({})",
+                        kept.from, kept.name, kept.commit
+                    ));
+                }
+                ctx.result.kept_refs = report.kept;
+                ctx.record_import(host, report.imported);
             }
             Err(e) => import_error = Some(RunError::from(e)),
         }
@@ -557,13 +624,13 @@ async fn run_recorded(
             ctx.log.line(&format!(
                 "[slipway] quarantine: {} ({}) {}",
                 q.path,
-                finding_text(q.finding),
+                q.finding.describe(),
                 q.detail
             ));
         }
         if !found.is_empty() {
             ctx.result.warnings.push(format!(
-                "the run left {} in {} that your git would run or follow ({} moved to {}); see `quarantined`",
+                "the run left {} in {} that your git would run or follow, or that no checkout should hold ({} moved to {}); see `quarantined`",
                 crate::util::count(found.len(), "thing", "things"),
                 place.cwd.display(),
                 found.iter().filter(|q| q.moved_to.is_some()).count(),

@@ -80,7 +80,7 @@ pub(super) fn prepare_place(
         WorktreeTarget::Branch { name, .. } => name.clone(),
         WorktreeTarget::MergeToHead => worktree::new_temp_branch_name(),
     };
-    worktree::ensure_slipway_dir(host).map_err(|e| RunError::Io(e.to_string()))?;
+    worktree::ensure_slipway_dir(host)?;
     let lock = worktree::lock_branch(host, &branch)?;
     let created = worktree::create_locked(
         host,

@@ -27,10 +27,24 @@ fn container_root(slot: usize) -> PathBuf {
 /// How the agent reaches its private git dir.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
-    /// A host process: `GIT_DIR`/`GIT_WORK_TREE` in its environment.
+    /// A host process in a worktree: the worktree's `.git` file points at
+    /// the private dir for the run's length, so git the agent runs anywhere
+    /// else (a clone in /tmp, `git init` in a subfolder) is its own.
+    GitFile,
+    /// A host process in the host checkout (`head`), whose `.git` is the
+    /// user's own folder: `GIT_DIR`/`GIT_WORK_TREE` in its environment.
     Environment,
     /// A container: bind mounts (slot `n` of the container's `/slipway/n`).
     Mounts { slot: usize },
+}
+
+/// What a run's import journal names its private dir and checkout by.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JournalIds<'a> {
+    /// The long-lived sandbox whose private dir the run uses, if any.
+    pub sandbox: Option<&'a crate::ids::SandboxId>,
+    /// The worktree the run works in (`None`: the host checkout).
+    pub worktree: Option<&'a crate::ids::WorktreeId>,
 }
 
 /// One checkout's private git state for a run.
@@ -65,7 +79,25 @@ pub struct ImportReport {
     pub refs_ignored: Vec<IgnoredRef>,
     /// Things the user should know (an index that could not be updated).
     pub warnings: Vec<String>,
+    /// Work the agent left on other branches of its private dir (or on a
+    /// detached HEAD), kept on the host under `refs/slipway/kept/<run>/`.
+    pub kept: Vec<KeptRef>,
 }
+
+/// A private branch of the agent's whose commits were kept on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptRef {
+    /// The host ref that holds them now.
+    pub name: String,
+    /// The commit it points at.
+    pub commit: String,
+    /// The private ref it came from (`refs/heads/x`, or `HEAD` when detached).
+    pub from: String,
+}
+
+/// The most private branches a run's work is kept from.
+const KEPT_LIMIT: usize = 64;
 
 /// Why the private git state could not be made or imported.
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +156,7 @@ impl RunGit {
         };
         let common_dir = host.common_dir().to_path_buf();
         let alternates = match reach {
-            Reach::Environment => common_dir.join("objects"),
+            Reach::Environment | Reach::GitFile => common_dir.join("objects"),
             Reach::Mounts { slot } => container_root(slot).join("objects"),
         };
         let index = repo.path().join("index");
@@ -155,27 +187,30 @@ impl RunGit {
     pub fn begin_journal(
         &mut self,
         host: &HostRepo,
-        run_id: &str,
+        run_id: &crate::ids::RunId,
         lock_branch: &str,
+        owner: JournalIds<'_>,
     ) -> Result<(), RunGitError> {
         let name = format!(
             "import-{}",
             self.base
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| run_id.to_owned())
+                .unwrap_or_else(|| run_id.to_string())
         );
         let journal = crate::journal::Journal::begin(
             &host.slipway_dir(),
             &name,
             &crate::journal::Operation::Import {
-                run_id: run_id.to_owned(),
+                run_id: run_id.clone(),
                 refname: self.refname.clone(),
                 start: self.start.map(|s| s.to_string()),
-                private_dir: self.dir.path().to_path_buf(),
-                checkout: self.checkout.clone(),
+                sandbox: owner.sandbox.cloned(),
+                worktree: owner.worktree.cloned(),
                 lock_branch: lock_branch.to_owned(),
                 keep: self.keep,
+                private_dir: None,
+                checkout: None,
             },
         )
         .map_err(RunGitError::Journal)?;
@@ -208,8 +243,29 @@ impl RunGit {
                 ("GIT_DIR".into(), self.dir.path().display().to_string()),
                 ("GIT_WORK_TREE".into(), self.checkout.display().to_string()),
             ],
-            Reach::Mounts { .. } => Vec::new(),
+            Reach::GitFile | Reach::Mounts { .. } => Vec::new(),
         }
+    }
+
+    /// Points the worktree's `.git` file at the private dir (the
+    /// [`Reach::GitFile`] way), once the check's baseline is taken: from
+    /// here until [`RunGit::import`] (or a recovery, after a crash) puts it
+    /// back, git in the worktree works in the private dir.
+    pub fn point_checkout(&self) -> std::io::Result<()> {
+        if self.reach != Reach::GitFile {
+            return Ok(());
+        }
+        let pointer = format!("gitdir: {}\n", self.dir.path().display());
+        crate::util::write_atomic(&self.checkout.join(".git"), pointer.as_bytes())
+    }
+
+    /// Puts a worktree's `.git` file back the way git made it (see
+    /// [`worktree_git_file`]), whatever the run left there.
+    fn restore_checkout(&self) -> std::io::Result<()> {
+        if self.reach != Reach::GitFile {
+            return Ok(());
+        }
+        restore_worktree_git_file(&self.checkout, &self.common_dir)
     }
 
     /// The binds of a docker run: the checkout read-write at its own path
@@ -279,6 +335,8 @@ impl RunGit {
     /// belongs to a long-lived sandbox or the import failed (then it holds
     /// the only copy of the work, and the error says where).
     pub fn import(mut self, host: &HostRepo, run_id: &str) -> Result<ImportReport, RunGitError> {
+        // The worktree is the user's again before anything is read from it.
+        let restored = self.restore_checkout();
         let imported = self.bring_in(host, run_id);
         // Imported or refused, the outcome is final: nothing is left for a
         // recovery to do (a refused run's work stays in its private dir).
@@ -288,6 +346,14 @@ impl RunGit {
             tracing::warn!("{e}");
         }
         let mut report = imported?;
+        // After the branch: what it brought in needs no keeping.
+        self.keep_other_work(host, run_id, &mut report);
+        if let Err(e) = restored {
+            report.warnings.push(format!(
+                "could not put back the .git file of {} ({e}): run `slipway worktree list` to repair it",
+                self.checkout.display()
+            ));
+        }
         if !self.keep {
             let base = self.base.clone();
             if let Err(e) = std::fs::remove_dir_all(&base)
@@ -304,6 +370,73 @@ impl RunGit {
 }
 
 impl RunGit {
+    /// Brings the commits of branches the agent made or moved in its
+    /// private dir (and of a detached HEAD) to the host under
+    /// `refs/slipway/kept/<run>/`, each checked like the run's own branch;
+    /// nothing else of the host changes. What cannot be kept is a warning.
+    fn keep_other_work(&self, host: &HostRepo, run_id: &str, report: &mut ImportReport) {
+        let own_tip = self.dir.tip().ok().flatten();
+        let mut wanted: Vec<(String, Oid)> = report
+            .refs_ignored
+            .iter()
+            .filter(|r| r.name.starts_with("refs/heads/"))
+            .filter_map(|r| Some((r.name.clone(), Oid::from_str(r.after.as_deref()?).ok()?)))
+            .collect();
+        if let Ok(Some(head)) = self.dir.detached_head() {
+            wanted.push(("HEAD".to_owned(), head));
+        }
+        // Work the run's own branch or the host held before keeping started
+        // needs no keeping (what one kept ref brings in, the next still names).
+        let held: Vec<bool> = wanted
+            .iter()
+            .map(|(_, commit)| {
+                own_tip == Some(*commit)
+                    || own_tip.is_some_and(|t| {
+                        host.git().graph_descendant_of(t, *commit).unwrap_or(false)
+                    })
+                    || host.git().find_commit(*commit).is_ok()
+            })
+            .collect();
+        for ((from, commit), held) in wanted.into_iter().zip(held).take(KEPT_LIMIT) {
+            if held {
+                continue;
+            }
+            let leaf = from.strip_prefix("refs/heads/").unwrap_or(&from);
+            let name = format!("refs/slipway/kept/{run_id}/{leaf}");
+            if !git2::Reference::is_valid_name(&name)
+                || (from != "HEAD" && crate::git::refname::validate_branch_name(leaf).is_err())
+            {
+                report.warnings.push(format!(
+                    "the agent's private ref {from:?} is not a name git accepts; its work was not kept"
+                ));
+                continue;
+            }
+            let kept = import::copy_objects(host.git(), &self.dir.objects(), commit)
+                .map_err(|e| e.to_string())
+                .and_then(|_| {
+                    host.git()
+                        .reference(
+                            &name,
+                            commit,
+                            false,
+                            &format!("slipway: run {run_id} kept {from}"),
+                        )
+                        .map_err(|e| e.to_string())
+                });
+            match kept {
+                Ok(_) => report.kept.push(KeptRef {
+                    name,
+                    commit: commit.to_string(),
+                    from,
+                }),
+                Err(e) => report.warnings.push(format!(
+                    "the agent's work on {from} could not be kept ({e}); it stays in {}",
+                    self.dir.path().display()
+                )),
+            }
+        }
+    }
+
     /// The import itself: objects, ref, index (see [`RunGit::import`]).
     fn bring_in(&self, host: &HostRepo, run_id: &str) -> Result<ImportReport, RunGitError> {
         let mut report = ImportReport {
@@ -342,6 +475,35 @@ impl RunGit {
         report.imported = Some(imported);
         Ok(report)
     }
+}
+
+/// The admin dir of the worktree at `checkout`: named after its folder, in
+/// the repository's common dir.
+fn worktree_admin(checkout: &Path, common_dir: &Path) -> Option<PathBuf> {
+    Some(common_dir.join("worktrees").join(checkout.file_name()?))
+}
+
+/// Makes a worktree's `.git` file name its own admin dir again (as a
+/// create writes it) when it names anything else, the run's private dir included.
+pub fn restore_worktree_git_file(checkout: &Path, common_dir: &Path) -> std::io::Result<()> {
+    let Some(admin) = worktree_admin(checkout, common_dir) else {
+        return Ok(());
+    };
+    let now = crate::nofollow::Dir::open(checkout)
+        .and_then(|d| d.read(Path::new(".git"), 4096))
+        .unwrap_or_default();
+    let named = String::from_utf8_lossy(&now)
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("gitdir:"))
+        .map(|p| crate::git::canonical(Path::new(p.trim())));
+    if named.as_deref() == Some(&crate::git::canonical(&admin)) {
+        return Ok(());
+    }
+    crate::util::write_atomic(
+        &checkout.join(".git"),
+        &crate::git::worktrees::gitfile_text(&admin),
+    )
 }
 
 /// Brings the index of `checkout` in step after `refname` moved from `start`

@@ -292,7 +292,7 @@ pub(super) async fn run_iteration(
             ev = exec.output.recv(), if open => match ev {
                 Some(OutputEvent::Line(line)) => {
                     last_output = Instant::now();
-                    ctx.log.line(&line);
+                    ctx.log.output(&line);
                     let known = ctx.result.session_id.clone();
                     let mut step = None;
                     for event in agent.parse_line(&line) {

@@ -5,7 +5,7 @@
 //! added. The first two are moved to `.slipway/quarantine/<run>/`; gitlinks,
 //! which live in commits, are reported. Nothing is ever followed on the way.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
@@ -26,6 +26,27 @@ pub enum Finding {
     NewGitlink,
     /// Something returned from an isolated sandbox that was not written.
     RefusedEntry,
+    /// A device node, fifo or socket (removed: nothing in a checkout needs
+    /// one, and a device node made as root opens the host's hardware).
+    SpecialFile,
+    /// A file or folder with its set-user-id or set-group-id bit on
+    /// (cleared: a set-id binary a container's root made runs as root on
+    /// the host).
+    SetIdBits,
+}
+
+impl Finding {
+    /// What it is, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Finding::NestedGit => "a .git inside the checkout",
+            Finding::EscapingSymlink => "a symlink leaving the checkout",
+            Finding::NewGitlink => "a new submodule entry",
+            Finding::RefusedEntry => "a returned entry not written",
+            Finding::SpecialFile => "a device node, fifo or socket",
+            Finding::SetIdBits => "set-id bits",
+        }
+    }
 }
 
 /// One thing the check found, and where it went.
@@ -47,23 +68,107 @@ pub fn folder(slipway_dir: &Path, run_id: &str) -> PathBuf {
     slipway_dir.join("quarantine").join(run_id)
 }
 
-/// What a checkout held before a run that works in the user's own checkout
-/// (the `head` strategy), so only what the run added is quarantined.
+/// What a checkout held before a run (the user's own files in a `head`
+/// run's checkout, a submodule's gitfile, a vendored repository), so only
+/// what the run added or changed is quarantined.
 #[derive(Debug, Default, Clone)]
 pub struct Baseline {
     found: BTreeSet<PathBuf>,
     /// A linked worktree's `.git` file (which names its admin dir).
     dot_git_file: Option<Vec<u8>>,
+    /// Every nested `.git` as it was: a gitfile's bytes, or what of a
+    /// `.git` folder names programs git runs.
+    git_entries: BTreeMap<PathBuf, GitEntry>,
+}
+
+/// A nested `.git` as far as what git would run or follow from it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum GitEntry {
+    /// A gitfile (`gitdir: …`): where git looks for config and hooks.
+    File(Vec<u8>),
+    /// A `.git` folder: the files of it that name programs or other git
+    /// dirs, and its hooks, with their bytes and modes.
+    Dir(BTreeMap<String, (u32, Vec<u8>)>),
+    /// Too large or unreadable to keep: any such entry counts as changed.
+    Unknown,
+}
+
+/// The files of a `.git` folder that make git run or follow something.
+const GIT_DIR_FILES: &[&str] = &[
+    "config",
+    "config.worktree",
+    "commondir",
+    "gitdir",
+    "info/attributes",
+    "objects/info/alternates",
+];
+
+/// The most of a nested git entry kept to compare with after the run.
+const GIT_ENTRY_LIMIT: u64 = 1 << 20;
+
+impl GitEntry {
+    /// Reads the nested `.git` at `rel` below `root`.
+    fn read(root: &Dir, rel: &Path) -> GitEntry {
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return GitEntry::Unknown;
+        };
+        let Ok(dir) = root.open_dir_or_self(parent) else {
+            return GitEntry::Unknown;
+        };
+        match dir.kind_of(name).ok().flatten() {
+            Some(Kind::File) => dir
+                .read(Path::new(name), GIT_ENTRY_LIMIT)
+                .map(GitEntry::File)
+                .unwrap_or(GitEntry::Unknown),
+            Some(Kind::Dir) => {
+                let Ok(git) = dir.open_dir(Path::new(name)) else {
+                    return GitEntry::Unknown;
+                };
+                let mut files = BTreeMap::new();
+                let mut keep = |git: &Dir, rel: String| {
+                    let path = Path::new(&rel);
+                    let (Some(p), Some(n)) = (path.parent(), path.file_name()) else {
+                        return;
+                    };
+                    let Ok(holder) = git.open_dir_or_self(p) else {
+                        return;
+                    };
+                    let mode = holder.mode_of(n).ok().flatten().unwrap_or(0);
+                    let bytes = holder
+                        .read(Path::new(n), GIT_ENTRY_LIMIT)
+                        .unwrap_or_default();
+                    files.insert(rel, (mode, bytes));
+                };
+                for name in GIT_DIR_FILES {
+                    keep(&git, (*name).to_owned());
+                }
+                if let Ok(hooks) = git.open_dir(Path::new("hooks"))
+                    && let Ok(names) = hooks.entries()
+                {
+                    for hook in names {
+                        keep(&git, format!("hooks/{}", hook.to_string_lossy()));
+                    }
+                }
+                GitEntry::Dir(files)
+            }
+            _ => GitEntry::Unknown,
+        }
+    }
 }
 
 impl Baseline {
-    /// Reads the nested `.git` entries and escaping symlinks of `root` now,
-    /// and the root's `.git` file when it is one.
+    /// Reads the nested `.git` entries, escaping symlinks, special files and
+    /// set-id files of `root` now, every nested `.git` as it is, and the
+    /// root's `.git` file when it is one.
     pub fn take(root: &Path) -> Baseline {
         let mut found = BTreeSet::new();
         let mut dot_git_file = None;
+        let mut git_entries = BTreeMap::new();
         if let Ok(dir) = Dir::open(root) {
-            walk(&dir, Path::new(""), 0, &mut |rel, _, _| {
+            walk(&dir, Path::new(""), 0, &mut |rel, finding, _| {
+                if finding == Finding::NestedGit {
+                    git_entries.insert(rel.to_path_buf(), GitEntry::read(&dir, rel));
+                }
                 found.insert(rel.to_path_buf());
                 false
             });
@@ -74,6 +179,21 @@ impl Baseline {
         Baseline {
             found,
             dot_git_file,
+            git_entries,
+        }
+    }
+
+    /// Whether `rel` was there before the run, as it is now.
+    fn unchanged(&self, root: &Dir, rel: &Path, finding: Finding) -> bool {
+        if !self.found.contains(rel) {
+            return false;
+        }
+        if finding != Finding::NestedGit {
+            return true;
+        }
+        match self.git_entries.get(rel) {
+            Some(GitEntry::Unknown) | None => false,
+            Some(before) => *before == GitEntry::read(root, rel),
         }
     }
 }
@@ -101,9 +221,10 @@ pub fn escapes(rel: &Path, target: &Path) -> bool {
     false
 }
 
-/// Walks `dir` (the checkout at `rel`), calling `found(rel, kind, target)`
-/// for every nested `.git` and escaping symlink; `found` says whether the
-/// entry is gone (so the walk does not descend into it).
+/// Walks `dir` (the checkout at `rel`), calling `found(rel, kind, detail)`
+/// for every nested `.git`, escaping symlink, special file and set-id
+/// file or folder; `found` says whether the entry is gone (so the walk
+/// does not descend into it).
 fn walk(dir: &Dir, rel: &Path, depth: usize, found: &mut dyn FnMut(&Path, Finding, &str) -> bool) {
     // Deeper than any real project: a planted maze is not walked further.
     if depth > 64 {
@@ -122,7 +243,20 @@ fn walk(dir: &Dir, rel: &Path, depth: usize, found: &mut dyn FnMut(&Path, Findin
             found(&child, Finding::NestedGit, "");
             continue;
         }
+        if matches!(kind, Some(Kind::File | Kind::Dir))
+            && let Some(mode) = dir.mode_of(&name).ok().flatten()
+            && mode & 0o6000 != 0
+        {
+            found(
+                &child,
+                Finding::SetIdBits,
+                &format!("mode {:o}", mode & 0o7777),
+            );
+        }
         match kind {
+            Some(Kind::Other) => {
+                found(&child, Finding::SpecialFile, &special_kind(dir, &name));
+            }
             Some(Kind::Dir) => {
                 if let Ok(sub) = dir.open_dir(Path::new(&name)) {
                     walk(&sub, &child, depth + 1, found);
@@ -142,6 +276,18 @@ fn walk(dir: &Dir, rel: &Path, depth: usize, found: &mut dyn FnMut(&Path, Findin
             _ => {}
         }
     }
+}
+
+/// What kind of special file `name` is, for people.
+fn special_kind(dir: &Dir, name: &OsStr) -> String {
+    let kind = match dir.mode_of(name).ok().flatten().map(|m| m & libc::S_IFMT) {
+        Some(libc::S_IFBLK) => "a block device",
+        Some(libc::S_IFCHR) => "a character device",
+        Some(libc::S_IFIFO) => "a fifo",
+        Some(libc::S_IFSOCK) => "a socket",
+        _ => "a special file",
+    };
+    format!("{kind}; removed")
 }
 
 fn is_git_name(name: &OsStr) -> bool {
@@ -185,26 +331,35 @@ pub fn check(
                 moved_to: moved.then_some(to),
             });
         }
-        let mut moves: Vec<(PathBuf, Finding, String)> = Vec::new();
+        let mut found: Vec<(PathBuf, Finding, String)> = Vec::new();
         walk(&dir, Path::new(""), 0, &mut |rel, finding, detail| {
-            if baseline.is_some_and(|b| b.found.contains(rel)) {
+            if baseline.is_some_and(|b| b.unchanged(&dir, rel, finding)) {
                 return false;
             }
-            moves.push((rel.to_path_buf(), finding, detail.to_owned()));
-            true
+            let changed = baseline.is_some_and(|b| b.found.contains(rel));
+            let detail = if changed {
+                "it was there before the run and the run changed it".to_owned()
+            } else {
+                detail.to_owned()
+            };
+            found.push((rel.to_path_buf(), finding, detail));
+            // A set-id folder stays and is walked; everything else goes.
+            finding != Finding::SetIdBits
         });
-        for (rel, finding, detail) in moves {
-            let to = quarantine.join(&rel);
-            let moved = dir.move_out(&rel, &to);
-            out.push(Quarantined {
-                path: rel.display().to_string(),
-                finding,
-                detail: match &moved {
-                    Ok(()) => detail,
-                    Err(e) => format!("{detail} (could not be moved: {e})"),
-                },
-                moved_to: moved.ok().map(|()| to),
+        for (rel, finding, detail) in found {
+            let before = baseline.and_then(|b| match b.git_entries.get(&rel) {
+                Some(GitEntry::File(bytes)) => Some(bytes.clone()),
+                _ => None,
             });
+            let mut settled = settle(&dir, quarantine, rel.clone(), finding, detail);
+            // A submodule's gitfile the run re-pointed goes back to where it pointed.
+            if let (Some(bytes), Some(_)) = (before, &settled.moved_to) {
+                settled.detail = match dir.write(&rel, &bytes, 0o644) {
+                    Ok(()) => format!("{}; the run changed it, it was put back", settled.detail),
+                    Err(e) => format!("{}; it could not be put back: {e}", settled.detail),
+                };
+            }
+            out.push(settled);
         }
     }
     if let (Some(repo), Some(tip)) = (repo, tip) {
@@ -223,6 +378,63 @@ pub fn check(
         }
     }
     out
+}
+
+/// Deals with one finding: a nested `.git` or escaping symlink is moved
+/// under `quarantine`, a special file removed, set-id bits cleared.
+fn settle(
+    dir: &Dir,
+    quarantine: &Path,
+    rel: PathBuf,
+    finding: Finding,
+    detail: String,
+) -> Quarantined {
+    let path = rel.display().to_string();
+    let failed = |what: &str, e: std::io::Error| format!("{detail} (could not be {what}: {e})");
+    match finding {
+        Finding::SpecialFile => {
+            let removed = dir.remove_file(&rel);
+            Quarantined {
+                path,
+                finding,
+                detail: match removed {
+                    Ok(_) => detail,
+                    Err(e) => failed("removed", e),
+                },
+                moved_to: None,
+            }
+        }
+        Finding::SetIdBits => {
+            let cleared = match (rel.parent(), rel.file_name()) {
+                (Some(parent), Some(name)) => dir
+                    .open_dir_or_self(parent)
+                    .and_then(|d| d.clear_set_id(name)),
+                _ => Err(std::io::Error::other("no file name")),
+            };
+            Quarantined {
+                path,
+                finding,
+                detail: match cleared {
+                    Ok(()) => format!("{detail}; the set-id bits were cleared"),
+                    Err(e) => failed("cleared", e),
+                },
+                moved_to: None,
+            }
+        }
+        _ => {
+            let to = quarantine.join(&rel);
+            let moved = dir.move_out(&rel, &to);
+            Quarantined {
+                path,
+                finding,
+                detail: match &moved {
+                    Ok(()) => detail,
+                    Err(e) => failed("moved", std::io::Error::new(e.kind(), e.to_string())),
+                },
+                moved_to: moved.ok().map(|()| to),
+            }
+        }
+    }
 }
 
 /// Every gitlink (submodule entry) of a commit's tree, with the commit it names.

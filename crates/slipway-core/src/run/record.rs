@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{ErrorInfo, RunEvent, RunResult, RunStatus};
+use crate::ids::RunId;
 use crate::util::{now_secs, write_atomic};
 use crate::worktree::pid_alive;
 
@@ -28,9 +29,13 @@ pub enum RunState {
 #[serde(rename_all = "camelCase")]
 pub struct RunRecord {
     /// Run id.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The process doing the run.
     pub pid: u32,
+    /// That process as it can be recognised again (start time and boot):
+    /// only it is ever signalled. Absent in records of an older slipway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::process_id::ProcessId>,
     /// Running or finished.
     pub state: RunState,
     /// Start time, seconds since the epoch.
@@ -66,21 +71,22 @@ pub fn runs_dir(slipway_dir: &Path) -> PathBuf {
     slipway_dir.join("runs")
 }
 
-fn record_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+fn record_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
     runs_dir(slipway_dir).join(format!("{run_id}.json"))
 }
 
 /// The events file of a run.
-pub fn events_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
+pub fn events_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
     runs_dir(slipway_dir).join(format!("{run_id}.events"))
 }
 
 impl RunRecord {
     /// A record for a run starting now in this process.
-    pub fn starting(run_id: &str) -> RunRecord {
+    pub fn starting(run_id: &RunId) -> RunRecord {
         RunRecord {
-            run_id: run_id.to_owned(),
+            run_id: run_id.clone(),
             pid: std::process::id(),
+            process: crate::process_id::ProcessId::current(),
             state: RunState::Running,
             started: now_secs(),
             finished: None,
@@ -101,10 +107,13 @@ impl RunRecord {
         write_atomic(&record_path(slipway_dir, &self.run_id), &bytes)
     }
 
-    /// Loads one record.
-    pub fn load(slipway_dir: &Path, run_id: &str) -> Option<RunRecord> {
+    /// Loads one record; one that names another run than its file's (a
+    /// planted or copied record) is not this run's.
+    pub fn load(slipway_dir: &Path, run_id: &RunId) -> Option<RunRecord> {
         let bytes = std::fs::read(record_path(slipway_dir, run_id)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        serde_json::from_slice::<RunRecord>(&bytes)
+            .ok()
+            .filter(|r| r.run_id == *run_id)
     }
 
     /// Loads every record, oldest first.
@@ -114,13 +123,12 @@ impl RunRecord {
         };
         let mut out: Vec<RunRecord> = entries
             .flatten()
-            .filter(|e| {
-                let n = e.file_name();
-                let n = n.to_string_lossy();
-                n.ends_with(".json") && !n.starts_with('.') && !n.ends_with(".request.json")
+            .filter_map(|e| {
+                let name = e.file_name();
+                let stem = name.to_str()?.strip_suffix(".json")?;
+                RunId::parse(stem).ok()
             })
-            .filter_map(|e| std::fs::read(e.path()).ok())
-            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .filter_map(|id| RunRecord::load(slipway_dir, &id))
             .collect();
         out.sort_by(|a: &RunRecord, b| a.started.cmp(&b.started).then(a.run_id.cmp(&b.run_id)));
         out
@@ -129,7 +137,7 @@ impl RunRecord {
     /// Marks a `running` record whose process is gone as finished and failed,
     /// so nobody waits for it forever. Returns whether it changed.
     pub fn settle_if_dead(&mut self, slipway_dir: &Path) -> bool {
-        if self.state != RunState::Running || pid_alive(self.pid) {
+        if self.state != RunState::Running || self.process_alive() {
             return false;
         }
         // The process may have written its result just before exiting.
@@ -155,6 +163,16 @@ impl RunRecord {
         true
     }
 
+    /// Whether the run's own process still runs: the one the record names by
+    /// start time and boot, or (records of an older slipway) any process
+    /// with its pid.
+    pub fn process_alive(&self) -> bool {
+        match &self.process {
+            Some(process) => process.is_alive(),
+            None => pid_alive(self.pid),
+        }
+    }
+
     /// The result of a run that died (`runDied` with `message`), with the
     /// commits its branch gained since it started.
     pub fn failed_result(&self, slipway_dir: &Path, message: String) -> RunResult {
@@ -177,7 +195,9 @@ impl RunRecord {
             merge: None,
             merged_into: None,
             refs_ignored: Vec::new(),
+            kept_refs: Vec::new(),
             import: None,
+            sensitive_changes: Vec::new(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
@@ -229,7 +249,7 @@ pub struct EventLog {
 
 impl EventLog {
     /// Opens (creates) the events file of a run.
-    pub fn open(slipway_dir: &Path, run_id: &str) -> EventLog {
+    pub fn open(slipway_dir: &Path, run_id: &RunId) -> EventLog {
         let path = events_path(slipway_dir, run_id);
         let file = std::fs::create_dir_all(runs_dir(slipway_dir))
             .and_then(|()| {
@@ -254,7 +274,7 @@ impl EventLog {
 }
 
 /// Reads the events appended since byte `offset`; returns them and the new offset.
-pub fn read_events(slipway_dir: &Path, run_id: &str, offset: u64) -> (Vec<RunEvent>, u64) {
+pub fn read_events(slipway_dir: &Path, run_id: &RunId, offset: u64) -> (Vec<RunEvent>, u64) {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut f) = std::fs::File::open(events_path(slipway_dir, run_id)) else {
         return (Vec::new(), offset);

@@ -53,7 +53,7 @@ pub struct ErrorInfo {
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// Run id.
-    pub run_id: String,
+    pub run_id: crate::ids::RunId,
     /// How it ended.
     pub status: RunStatus,
     /// Iterations started.
@@ -88,10 +88,19 @@ pub struct RunResult {
     /// listed, never carried to the host.
     #[serde(default)]
     pub refs_ignored: Vec<IgnoredRef>,
+    /// Work the agent left on other private branches (or a detached HEAD),
+    /// kept under `refs/slipway/kept/<run>/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_refs: Vec<super::private_git::KeptRef>,
     /// What the import of the run's branch into the host did, when the run
     /// left commits (the branch moved, or a side branch was made and why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<Imported>,
+    /// Files the run's commits change that make programs run on the host
+    /// once they are in a checkout (`slipway.toml`, git hooks, editor and
+    /// shell config), for the user to read before their tools do.
+    #[serde(default)]
+    pub sensitive_changes: Vec<crate::review::sensitive::SensitiveChange>,
     /// What the check after the run moved aside or found (nested `.git`
     /// entries, symlinks leaving the checkout, new gitlinks, refused entries).
     #[serde(default)]

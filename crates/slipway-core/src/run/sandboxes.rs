@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RunError, SandboxSpec, docker_config};
 use crate::git::HostRepo;
-use crate::sandbox::docker::{DockerSandbox, host_user};
+use crate::sandbox::docker::{DockerSandbox, Owner, host_user};
 use crate::sandbox::isolated::{IsolatedSandbox, build_seed};
 use crate::sandbox::{ExecSpec, OutputEvent, Sandbox, SandboxError};
 use crate::util::{now_secs, random_hex, write_atomic};
@@ -96,7 +96,7 @@ impl Paused {
 /// when it is not running (then nothing in it can write either).
 pub async fn pause(host: &HostRepo, id: &str) -> Option<Paused> {
     let record = SandboxRecord::load(host, id)?;
-    let docker = attach_docker(&record).await.ok()?;
+    let docker = attach_docker(host, &record).await.ok()?;
     match docker.pause().await {
         Ok(()) => Some(Paused { docker }),
         Err(e) => {
@@ -151,9 +151,22 @@ impl SandboxRecord {
     }
 
     /// Loads one record.
+    /// Loads a sandbox's record: `id` must be a sandbox id, and the record
+    /// must name that sandbox and a worktree folder where slipway puts
+    /// worktrees; anything else is not followed (and left as it is).
     pub fn load(host: &HostRepo, id: &str) -> Option<SandboxRecord> {
+        let id = crate::ids::SandboxId::parse(id).ok()?;
         let bytes = std::fs::read(dir(host).join(format!("{id}.json"))).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        let record: SandboxRecord = serde_json::from_slice(&bytes).ok()?;
+        let worktree = crate::ids::WorktreeId::parse(&record.worktree_id).ok()?;
+        let expected = worktree::worktrees_dir(host).join(worktree.as_str());
+        if record.id != *id || record.worktree_path != expected {
+            tracing::warn!(
+                "the sandbox record {id} names another sandbox or a folder slipway did not make; it was left alone"
+            );
+            return None;
+        }
+        Some(record)
     }
 
     /// Every record.
@@ -253,10 +266,19 @@ pub async fn create(
     Ok(sandbox)
 }
 
-/// Attaches to a long-lived sandbox's container.
-pub async fn attach_docker(record: &SandboxRecord) -> Result<DockerSandbox, RunError> {
+/// Attaches to a long-lived sandbox's container, when it is the one slipway
+/// made for this sandbox of `host`.
+pub async fn attach_docker(
+    host: &HostRepo,
+    record: &SandboxRecord,
+) -> Result<DockerSandbox, RunError> {
     let engine = crate::sandbox::docker::connect().await?;
-    Ok(DockerSandbox::attach(engine, &record.container_id, record.user.clone()).await?)
+    let scope = host.common_dir().display().to_string();
+    let owner = Owner {
+        scope: &scope,
+        run: &record.id,
+    };
+    Ok(DockerSandbox::attach(engine, &record.container_id, record.user.clone(), &owner).await?)
 }
 
 /// Runs one command in a long-lived sandbox, in its worktree; returns (exit code, output).
@@ -270,7 +292,7 @@ pub async fn exec(
     if let Some(refusal) = outdated(&record) {
         return Err(refusal.into());
     }
-    let docker = attach_docker(&record).await?;
+    let docker = attach_docker(host, &record).await?;
     let cwd = match record.spec {
         SandboxSpec::DockerIsolated { .. } => PathBuf::from("/tmp/slipway-work").join(
             record
@@ -307,19 +329,23 @@ pub async fn exec(
 
 /// Removes a long-lived sandbox's container and its record; the worktree stays.
 pub async fn close(host: &HostRepo, id: &str) -> Result<SandboxRecord, SandboxesError> {
+    host.state_trusted().map_err(RunError::from)?;
     let record =
         SandboxRecord::load(host, id).ok_or_else(|| SandboxesError::Unknown(id.to_owned()))?;
-    if let Ok(docker) = attach_docker(&record).await {
-        docker.destroy().await;
-    } else if let Ok(engine) = crate::sandbox::docker::connect().await {
-        // Not running: remove it anyway so nothing is left behind.
-        let options = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
-            .force(true)
-            .build();
-        let _ = engine
-            .remove_container(&record.container_id, Some(options))
-            .await;
-    }
+    // Running or not, the container goes only when it carries this
+    // sandbox's labels: a record naming another container removes nothing.
+    let engine = crate::sandbox::docker::connect()
+        .await
+        .map_err(RunError::from)?;
+    let scope = host.common_dir().display().to_string();
+    let owner = Owner {
+        scope: &scope,
+        run: &record.id,
+    };
+    owner
+        .remove(&engine, &record.container_id)
+        .await
+        .map_err(RunError::from)?;
     let _ = std::fs::remove_file(dir(host).join(format!("{id}.json")));
     let base = private_base(host, id);
     if let Err(e) = std::fs::remove_dir_all(&base)

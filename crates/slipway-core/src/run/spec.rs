@@ -202,7 +202,7 @@ impl Default for Timeouts {
 #[serde(rename_all = "camelCase")]
 pub struct RunRequest {
     /// Run id; generated when `None`.
-    pub run_id: Option<String>,
+    pub run_id: Option<crate::ids::RunId>,
     /// Branch strategy (ignored when `worktree` names an existing one, whose strategy wins).
     pub strategy: RunStrategy,
     /// An existing worktree (id, path or branch) to run in; it is kept after the run.
@@ -221,7 +221,7 @@ pub struct RunRequest {
     /// Run in this long-lived sandbox (see [`sandboxes`]) instead of a new one;
     /// its worktree and kind win over `worktree` and `sandbox`.
     #[serde(default)]
-    pub sandbox_id: Option<String>,
+    pub sandbox_id: Option<crate::ids::SandboxId>,
     /// The prompt.
     pub prompt: PromptSource,
     /// Template arguments.

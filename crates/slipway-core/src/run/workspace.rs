@@ -222,7 +222,7 @@ fn materialise_one(
             let host = HostRepo::open(&mount.src).map_err(|e| RunError::Invalid(e.to_string()))?;
             refuse_mid_operation(&host)?;
             let branch = branch_name(run_id, index);
-            worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
+            worktree::ensure_slipway_dir(&host)?;
             let lock = worktree::lock_branch(&host, &branch)?;
             let created = worktree::create_locked(
                 &host,
@@ -270,7 +270,7 @@ fn materialise_one(
                 .slipway_dir()
                 .join("clones")
                 .join(format!("{}-{index}", run_id));
-            worktree::ensure_slipway_dir(&host).map_err(|e| RunError::Io(e.to_string()))?;
+            worktree::ensure_slipway_dir(&host)?;
             std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(e.to_string()))?;
             clone::create(host.git(), &dir, base, &branch).map_err(|e| match e {
                 BundleError::Git(e) => RunError::Git(e),

@@ -97,32 +97,15 @@ impl Killer for GroupKiller {
 
 /// Streams `reader` as lines into `tx`; partial data counts as activity.
 async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::UnboundedSender<OutputEvent>) {
-    let mut buf = vec![0u8; 8192];
-    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut lines = super::lines::LineSplitter::new(tx);
     loop {
-        let n = match reader.read(&mut buf).await {
+        match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        pending.extend_from_slice(&buf[..n]);
-        let mut sent_line = false;
-        while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=pos).collect();
-            let text = String::from_utf8_lossy(&line[..line.len() - 1])
-                .trim_end_matches('\r')
-                .to_owned();
-            let _ = tx.send(OutputEvent::Line(text));
-            sent_line = true;
-        }
-        if !sent_line && !pending.is_empty() {
-            let _ = tx.send(OutputEvent::Activity);
+            Ok(n) => lines.push(&buf[..n]),
         }
     }
-    if !pending.is_empty() {
-        let _ = tx.send(OutputEvent::Line(
-            String::from_utf8_lossy(&pending).into_owned(),
-        ));
-    }
+    lines.finish();
 }
 
 impl Sandbox for HostSandbox {

@@ -6,6 +6,7 @@ pub mod docker;
 pub mod host;
 pub mod image;
 pub mod isolated;
+pub mod lines;
 pub mod mapped;
 
 use std::future::Future;

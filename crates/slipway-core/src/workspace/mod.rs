@@ -275,7 +275,9 @@ impl Workspace {
         WorkspaceStore::from_env()?.load(name)
     }
 
-    /// Loads a repository's `slipway.toml` (repo defaults), if it has one.
+    /// Loads a repository's `slipway.toml` (repo defaults), if it has one, as
+    /// it is: runs use it through [`crate::trust::repository_defaults`],
+    /// which also asks whether the user trusted its content.
     pub fn load_repo_defaults(repo_root: &Path) -> Result<Option<Workspace>, WorkspaceError> {
         let path = repo_root.join(REPO_FILE_NAME);
         if !path.is_file() {

@@ -4,28 +4,18 @@ use super::*;
 /// The folder of named workspaces, from the process environment:
 /// `$XDG_CONFIG_HOME/slipway/workspaces`, else `$HOME/.config/slipway/workspaces`.
 pub fn workspaces_dir() -> Result<PathBuf, WorkspaceError> {
-    workspaces_dir_from(
-        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
-        std::env::var_os("HOME").as_deref(),
-    )
-    .ok_or(WorkspaceError::NoConfigDir)
+    crate::util::config_dir()
+        .map(|dir| dir.join("workspaces"))
+        .ok_or(WorkspaceError::NoConfigDir)
 }
 
 /// The folder of named workspaces for the given `XDG_CONFIG_HOME` and `HOME`
-/// values. A relative or empty `XDG_CONFIG_HOME` is ignored, as the XDG base
-/// directory specification says.
+/// values (see [`crate::util::config_dir_from`]).
 pub fn workspaces_dir_from(
     xdg_config_home: Option<&OsStr>,
     home: Option<&OsStr>,
 ) -> Option<PathBuf> {
-    let config = match xdg_config_home.map(Path::new) {
-        Some(x) if x.is_absolute() => x.to_path_buf(),
-        _ => {
-            let home = home.map(Path::new).filter(|h| !h.as_os_str().is_empty())?;
-            home.join(".config")
-        }
-    };
-    Some(config.join("slipway").join("workspaces"))
+    Some(crate::util::config_dir_from(xdg_config_home, home)?.join("workspaces"))
 }
 
 /// Checks a workspace name: 1 to 64 of `[A-Za-z0-9._-]`, starting with a letter or digit.

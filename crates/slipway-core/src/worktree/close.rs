@@ -5,6 +5,7 @@ use super::*;
 /// Closes a worktree: dirty → preserved (unless `force`); clean → removed,
 /// and a temporary branch deleted unless it holds commits on no other branch.
 pub fn close(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, CloseError> {
+    host.state_trusted()?;
     let Some(record) = find_readable(host, selector).map_err(CloseError::Record)? else {
         return Err(CloseError::NotFound {
             selector: selector.to_owned(),
@@ -134,7 +135,7 @@ pub fn close_locked(
     )
     .map_err(|e| CloseError::Io(e.to_string()))?;
     if let Some(dir) = verified {
-        recover::move_to_trash(host, dir.path()).map_err(|e| CloseError::Io(e.to_string()))?;
+        trash::move_in(host, dir.path()).map_err(|e| CloseError::Io(e.to_string()))?;
         crate::testhook::point("close");
     }
     if registered {
@@ -154,9 +155,8 @@ pub fn close_locked(
     journal
         .finish()
         .map_err(|e| CloseError::Io(e.to_string()))?;
-    for problem in recover::empty_trash(host) {
-        tracing::warn!("{problem}");
-    }
+    // The files go in a detached process: the close is done.
+    trash::empty_later(&slipway_dir);
     Ok(CloseOutcome::Removed {
         id: record.id,
         path: record.path,

@@ -20,8 +20,6 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use globset::{Glob, GlobMatcher};
 use ignore::gitignore::Gitignore;
@@ -41,6 +39,9 @@ pub struct CopyReport {
     pub warnings: Vec<String>,
     /// Nested repositories and worktrees left out, relative to the repository root.
     pub skipped: Vec<String>,
+    /// How the files' bytes were copied; absent when no file was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<CopyMethod>,
 }
 
 /// A copy-in failure.
@@ -376,34 +377,117 @@ fn create_new(to: &Path, mode: u32) -> io::Result<File> {
     }
 }
 
-/// Copies one file: copy-on-write while the filesystem allows it (remembered
-/// in `reflink_works`), else the kernel's in-place copy. Never a hard link.
-fn copy_file(job: &Job, reflink_works: &mut bool) -> io::Result<()> {
+/// How copy-in moved a file's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CopyMethod {
+    /// Copy-on-write clones (btrfs, XFS, APFS): no data copied at all.
+    Reflink,
+    /// The kernel's in-place copy (`copy_file_range`): no data through user space.
+    CopyFileRange,
+    /// Plain reads and writes (a filesystem that offers neither).
+    ReadWrite,
+    /// Different files took different ways (the source spans filesystems).
+    Mixed,
+}
+
+/// What one copying thread learnt of the filesystem: once a way fails it is
+/// not tried again for the next file.
+struct Ways {
+    reflink: bool,
+    copy_file_range: bool,
+}
+
+/// Copies `src` into `dst` with the kernel's `copy_file_range`; `Ok(false)`
+/// when the kernel or filesystem does not offer it for these files (nothing
+/// was written then).
+fn kernel_copy(src: &File, dst: &File, len: u64) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut left = len;
+    let mut first = true;
+    while left > 0 {
+        let chunk = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
+        // SAFETY: both descriptors are open for the call; null offsets use
+        // and advance the files' own positions.
+        let n = unsafe {
+            libc::copy_file_range(
+                src.as_raw_fd(),
+                std::ptr::null_mut(),
+                dst.as_raw_fd(),
+                std::ptr::null_mut(),
+                chunk,
+                0,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            let unsupported = matches!(
+                e.raw_os_error(),
+                Some(libc::EXDEV | libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL | libc::EPERM)
+            );
+            if first && unsupported {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            // The file shrank while being copied: what is there is copied.
+            break;
+        }
+        first = false;
+        left -= n as u64;
+    }
+    Ok(true)
+}
+
+/// Copies one file: copy-on-write while the filesystem allows it, else the
+/// kernel's in-place copy, else reads and writes (each remembered in `ways`
+/// once it fails). Never a hard link.
+fn copy_file(job: &Job, ways: &mut Ways) -> io::Result<CopyMethod> {
     let mut src = File::open(&job.from)?;
-    let perms = src.metadata()?.permissions();
+    let meta = src.metadata()?;
+    let perms = meta.permissions();
     let mut dst = create_new(&job.to, perms.mode() & 0o777)?;
     let filled = (|| {
-        let mut cloned = false;
-        if *reflink_works {
+        let mut method = None;
+        if ways.reflink {
             match reflink_copy::reflink_file(&src, &dst) {
-                Ok(()) => cloned = true,
-                Err(_) => *reflink_works = false,
+                Ok(()) => method = Some(CopyMethod::Reflink),
+                Err(_) => ways.reflink = false,
             }
         }
-        if !cloned {
-            io::copy(&mut src, &mut dst)?;
+        if method.is_none() && ways.copy_file_range {
+            if kernel_copy(&src, &dst, meta.len())? {
+                method = Some(CopyMethod::CopyFileRange);
+            } else {
+                ways.copy_file_range = false;
+            }
         }
+        let method = match method {
+            Some(m) => m,
+            None => {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = io::Read::read(&mut src, &mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    io::Write::write_all(&mut dst, &buf[..n])?;
+                }
+                CopyMethod::ReadWrite
+            }
+        };
         // The umask trimmed the mode the file was created with.
-        dst.set_permissions(perms)
+        dst.set_permissions(perms)?;
+        Ok(method)
     })();
-    if let Err(e) = filled {
+    if filled.is_err() {
         // A half-written file would pass for the host's.
         if let Err(rm) = std::fs::remove_file(&job.to) {
             tracing::warn!("cannot remove the partial copy {}: {rm}", job.to.display());
         }
-        return Err(e);
     }
-    Ok(())
+    filled
 }
 
 fn copy_symlink(job: &Job) -> io::Result<()> {
@@ -417,60 +501,40 @@ fn copy_symlink(job: &Job) -> io::Result<()> {
     }
 }
 
-/// Copies every job; many small files are bound by filesystem latency, not
-/// CPU, so a few threads copy at once. Each takes the next run of jobs as it
-/// is free: jobs are planned folder by folder, so threads mostly create files
-/// in different folders (in one folder they queue on its lock; single jobs
-/// handed out in turn made copy-in twice as slow). The first failure stops
-/// them all.
-fn run_jobs(jobs: &[Job]) -> Result<usize, CopyError> {
-    let count = jobs.len();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get() * 2)
-        .unwrap_or(4)
-        .clamp(1, 8)
-        .min(count.div_ceil(256).max(1));
-    let run = (count / (threads * 4)).max(32);
-    let runs: Vec<&[Job]> = jobs.chunks(run).collect();
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<CopyError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut reflink_works = true;
-                'runs: while let Some(part) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    for job in *part {
-                        if failed.load(Ordering::Relaxed) {
-                            break 'runs;
-                        }
-                        let done = if job.symlink {
-                            copy_symlink(job)
-                        } else {
-                            copy_file(job, &mut reflink_works)
-                        };
-                        match done {
-                            Ok(()) => crate::testhook::point("create"),
-                            Err(source) => {
-                                failed.store(true, Ordering::Relaxed);
-                                let mut slot =
-                                    first_error.lock().unwrap_or_else(|p| p.into_inner());
-                                slot.get_or_insert(CopyError::Io {
-                                    from: job.from.clone(),
-                                    to: job.to.clone(),
-                                    source,
-                                });
-                            }
-                        }
-                    }
+/// Copies every job on a few threads (see [`crate::parallel`]); returns how
+/// the files' bytes were moved (`None` when only symlinks were copied).
+fn run_jobs(jobs: &[Job]) -> Result<Option<CopyMethod>, CopyError> {
+    let methods = crate::parallel::map_runs(
+        jobs,
+        || {
+            Ok(Ways {
+                reflink: true,
+                copy_file_range: true,
+            })
+        },
+        |ways, job| {
+            let done = if job.symlink {
+                copy_symlink(job).map(|()| None)
+            } else {
+                copy_file(job, ways).map(Some)
+            };
+            match done {
+                Ok(method) => {
+                    crate::testhook::point("create");
+                    Ok(method)
                 }
-            });
-        }
-    });
-    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(count),
-    }
+                Err(source) => Err(CopyError::Io {
+                    from: job.from.clone(),
+                    to: job.to.clone(),
+                    source,
+                }),
+            }
+        },
+    )?;
+    Ok(methods
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| if a == b { a } else { CopyMethod::Mixed }))
 }
 
 fn has_glob_chars(pattern: &str) -> bool {
@@ -594,7 +658,8 @@ pub fn copy_into_worktree(
     }
     plan_worktreeinclude(host, &mut plan)?;
 
-    let files = run_jobs(&plan.jobs)?;
+    let files = plan.jobs.len();
+    let method = run_jobs(&plan.jobs)?;
     // Children first: a directory without write or search permission is
     // closed only once nothing more goes into it.
     for (from, to, mode) in plan.made.iter().rev() {
@@ -614,5 +679,6 @@ pub fn copy_into_worktree(
         files,
         warnings: plan.warnings,
         skipped: plan.skipped.iter().map(|p| display_rel(p)).collect(),
+        method,
     })
 }

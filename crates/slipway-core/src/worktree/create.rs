@@ -17,7 +17,7 @@ pub fn create(host: &HostRepo, request: &CreateRequest) -> Result<Created, Creat
         }
         WorktreeTarget::MergeToHead => new_temp_branch_name(),
     };
-    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
+    ensure_slipway_dir(host)?;
     let lock = lock_branch(host, &branch)?;
     create_locked(host, request, &lock)
 }
@@ -34,7 +34,7 @@ pub fn create_locked(
     let path = worktrees_dir(host).join(&id);
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
-    ensure_slipway_dir(host).map_err(|e| CreateError::Io(e.to_string()))?;
+    ensure_slipway_dir(host)?;
     // A create or close of this worktree that died half way is settled
     // first: nothing ever re-uses a half-made worktree.
     recover::recover_own(host, &id).map_err(CreateError::Io)?;
@@ -213,7 +213,10 @@ fn make(
     {
         let _admin = AdminLock::acquire(&locks_dir(host))
             .map_err(|e| CreateError::Io(format!("cannot take the worktree lock: {e}")))?;
-        worktrees::add(repo, &record.id, &record.path, &record.branch)?;
+        worktrees::add(repo, &record.id, &record.path, &record.branch).map_err(|e| match e {
+            worktrees::AddError::Git(e) => CreateError::Git(e),
+            worktrees::AddError::Io(e) => CreateError::Io(e.to_string()),
+        })?;
     }
     crate::testhook::point("create");
     let copied =
@@ -222,7 +225,7 @@ fn make(
             worktree_path: record.path.clone(),
         })?;
     record.creating_pid = None;
-    record.save(&slipway_dir)?;
+    record.save_unsynced(&slipway_dir)?;
     Ok(copied)
 }
 

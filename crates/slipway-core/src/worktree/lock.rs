@@ -64,6 +64,20 @@ pub enum LockError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `.slipway/` is not slipway's own: no lock is taken (nor written) there.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
+}
+
+impl LockError {
+    /// Stable machine-readable kind.
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            LockError::InUse { .. } => crate::error::ErrorKind::BranchInUse,
+            LockError::Io { .. } => crate::error::ErrorKind::Io,
+            LockError::Untrusted(_) => crate::error::ErrorKind::UntrustedState,
+        }
+    }
 }
 
 impl BranchLock {

@@ -10,6 +10,7 @@ pub mod record;
 mod recover;
 pub mod removal;
 mod status;
+pub mod trash;
 
 pub use close::{close, close_locked};
 pub use create::{create, create_locked};
@@ -109,6 +110,9 @@ pub enum CreateError {
     /// Filesystem trouble under `.slipway/`.
     #[error("{0}")]
     Io(String),
+    /// `.slipway/` is not slipway's own (see [`crate::state_trust`]).
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
     /// A record could not be read or written.
     #[error(transparent)]
     Record(record::RecordError),
@@ -123,12 +127,8 @@ impl CreateError {
         match self {
             CreateError::InvalidBranch(_) => crate::error::ErrorKind::InvalidBranchName,
             CreateError::Source(e) => e.kind(),
-            CreateError::BranchInUse(LockError::InUse { .. }) => {
-                crate::error::ErrorKind::BranchInUse
-            }
-            CreateError::BranchInUse(LockError::Io { .. }) | CreateError::Io(_) => {
-                crate::error::ErrorKind::Io
-            }
+            CreateError::BranchInUse(e) => e.kind(),
+            CreateError::Io(_) => crate::error::ErrorKind::Io,
             CreateError::CheckedOutInHost { .. }
             | CreateError::CheckedOutElsewhere { .. }
             | CreateError::BranchBusy { .. } => crate::error::ErrorKind::BranchCheckedOut,
@@ -137,6 +137,16 @@ impl CreateError {
             CreateError::Record(e) => e.kind(),
             CreateError::BadCopyPattern(_) => crate::error::ErrorKind::InvalidParams,
             CreateError::Git(_) => crate::error::ErrorKind::Git,
+            CreateError::Untrusted(_) => crate::error::ErrorKind::UntrustedState,
+        }
+    }
+}
+
+impl From<SlipwayDirError> for CreateError {
+    fn from(e: SlipwayDirError) -> Self {
+        match e {
+            SlipwayDirError::Untrusted(e) => CreateError::Untrusted(e),
+            SlipwayDirError::Io(e) => CreateError::Io(e.to_string()),
         }
     }
 }
@@ -162,8 +172,22 @@ fn locks_dir(host: &HostRepo) -> PathBuf {
     host.slipway_dir().join("locks")
 }
 
-/// Creates `.slipway/` with a `.gitignore` of `*`, so nothing in it shows in `git status`.
-pub fn ensure_slipway_dir(host: &HostRepo) -> std::io::Result<()> {
+/// Why `.slipway/` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SlipwayDirError {
+    /// It is not slipway's own.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
+    /// It cannot be made.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Creates `.slipway/` with a `.gitignore` of `*`, so nothing in it shows in
+/// `git status`; one that is not slipway's own is refused (nothing is
+/// written into it).
+pub fn ensure_slipway_dir(host: &HostRepo) -> Result<(), SlipwayDirError> {
+    host.state_trusted()?;
     let dir = host.slipway_dir();
     std::fs::create_dir_all(dir.join("worktrees"))?;
     let ignore = dir.join(".gitignore");
@@ -175,6 +199,7 @@ pub fn ensure_slipway_dir(host: &HostRepo) -> std::io::Result<()> {
 
 /// Takes the per-branch lock that creates and runs hold.
 pub fn lock_branch(host: &HostRepo, branch: &str) -> Result<BranchLock, LockError> {
+    host.state_trusted()?;
     BranchLock::acquire(&locks_dir(host), &naming::dir_name(branch), branch)
 }
 
@@ -228,7 +253,7 @@ pub struct WorktreeStatus {
     /// Why it is in that state.
     pub why: Option<String>,
     /// The run in progress or last run.
-    pub run_id: Option<String>,
+    pub run_id: Option<crate::ids::RunId>,
     /// Whether record and disk agree.
     pub health: Health,
     /// The commit it started from.
@@ -362,6 +387,9 @@ pub enum CloseError {
     #[error(transparent)]
     Record(record::RecordError),
     /// libgit2 failed.
+    /// `.slipway/` is not slipway's own: nothing is removed.
+    #[error(transparent)]
+    Untrusted(#[from] crate::state_trust::Untrusted),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
@@ -371,14 +399,11 @@ impl CloseError {
     pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
             CloseError::NotFound { .. } => crate::error::ErrorKind::WorktreeNotFound,
-            CloseError::BranchInUse(LockError::InUse { .. }) => {
-                crate::error::ErrorKind::BranchInUse
-            }
-            CloseError::BranchInUse(LockError::Io { .. }) | CloseError::Io(_) => {
-                crate::error::ErrorKind::Io
-            }
+            CloseError::BranchInUse(e) => e.kind(),
+            CloseError::Io(_) => crate::error::ErrorKind::Io,
             CloseError::Record(e) => e.kind(),
             CloseError::Git(_) => crate::error::ErrorKind::Git,
+            CloseError::Untrusted(_) => crate::error::ErrorKind::UntrustedState,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::util::write_atomic;
+use crate::util::write_replacing;
 
 /// Where a worktree's agent commits land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ pub struct WorktreeRecord {
     /// Why it is in that state, when that needs saying.
     pub why: Option<String>,
     /// The run in progress or last run on it.
-    pub run_id: Option<String>,
+    pub run_id: Option<crate::ids::RunId>,
     /// The pid of the process running in it, while `running`.
     pub run_pid: Option<u32>,
     /// The pid of the process creating it, until the worktree is complete; a
@@ -126,10 +126,23 @@ fn record_path(slipway_dir: &Path, id: &str) -> PathBuf {
 impl WorktreeRecord {
     /// Writes the record atomically.
     pub fn save(&self, slipway_dir: &Path) -> Result<(), RecordError> {
+        self.write(slipway_dir, true)
+    }
+
+    fn write(&self, slipway_dir: &Path, durable: bool) -> Result<(), RecordError> {
         let path = record_path(slipway_dir, &self.id);
         let mut text = serde_json::to_vec_pretty(self).expect("a record always serialises");
         text.push(b'\n');
-        write_atomic(&path, &text).map_err(|source| RecordError::Io { path, source })
+        write_replacing(&path, &text, durable).map_err(|source| RecordError::Io { path, source })
+    }
+
+    /// Replaces the record atomically without waiting for the disk: for the
+    /// last step of a create, whose files are not synced either (as git
+    /// syncs none), so that the create does not wait for all of them to reach
+    /// the disk. A power cut may lose the step as a whole; the create's
+    /// journal, synced before anything was made, then undoes the create.
+    pub fn save_unsynced(&self, slipway_dir: &Path) -> Result<(), RecordError> {
+        self.write(slipway_dir, false)
     }
 
     /// Removes the record (a missing one is not an error).
@@ -156,12 +169,39 @@ impl WorktreeRecord {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(RecordError::Io { path, source }),
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| RecordError::Corrupt {
-                path,
+        let record: WorktreeRecord =
+            serde_json::from_slice(&bytes).map_err(|e| RecordError::Corrupt {
+                path: path.clone(),
                 why: e.to_string(),
-            })
+            })?;
+        record
+            .check(slipway_dir, id)
+            .map_err(|why| RecordError::Corrupt { path, why })?;
+        Ok(Some(record))
+    }
+
+    /// What a record read from disk must say to be acted on: the id of its
+    /// file, the id slipway derives from its branch (a branch git accepts),
+    /// and the folder slipway makes for that id. A record that says anything
+    /// else was not written by slipway (DESIGN §2 "Git safety" 5).
+    fn check(&self, slipway_dir: &Path, file_id: &str) -> Result<(), String> {
+        crate::git::refname::validate_branch_name(&self.branch).map_err(|e| e.to_string())?;
+        let id = crate::ids::WorktreeId::parse(&self.id).map_err(|e| e.to_string())?;
+        if id != file_id || id != crate::ids::WorktreeId::of_branch(&self.branch) {
+            return Err(format!(
+                "it names worktree '{}' of branch '{}', which is not the worktree of its file '{file_id}'",
+                self.id, self.branch
+            ));
+        }
+        let expected = slipway_dir.join("worktrees").join(id.as_str());
+        if self.path != expected {
+            return Err(format!(
+                "it names {} as the worktree's folder, which is not where slipway puts it ({})",
+                self.path.display(),
+                expected.display()
+            ));
+        }
+        Ok(())
     }
 
     /// The ids of records that are there but cannot be read, with why.
@@ -193,13 +233,12 @@ impl WorktreeRecord {
         };
         let mut out: Vec<WorktreeRecord> = entries
             .flatten()
-            .filter(|e| {
+            .filter_map(|e| {
                 let name = e.file_name();
-                let name = name.to_string_lossy();
-                name.ends_with(".json") && !name.starts_with('.')
+                let id = name.to_str()?.strip_suffix(".json")?.to_owned();
+                (!id.starts_with('.')).then_some(id)
             })
-            .filter_map(|e| std::fs::read(e.path()).ok())
-            .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+            .filter_map(|id| Self::read(slipway_dir, &id).ok().flatten())
             .collect();
         out.sort_by(|a: &WorktreeRecord, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
         out

@@ -1,85 +1,13 @@
 //! Finishing or undoing a create or close that died half way (see
 //! [`crate::journal`]). A create is undone: nothing of the user's is in a new
 //! worktree yet. A close is finished: it had already decided the worktree
-//! goes. Folders leave by being renamed into `.slipway/trash/` first, so a
-//! crash while deleting never leaves a half-deleted worktree in place.
-//! (`.slipway/worktrees/.trash/`.)
+//! goes. Folders leave by being renamed into the trash first (see
+//! [`super::trash`]), so a crash while deleting never leaves a half-deleted
+//! worktree in place.
 
-use std::path::{Path, PathBuf};
-
+use super::trash;
 use super::*;
 use crate::journal::{self, Operation};
-
-/// Inside the worktrees folder, so a worktree always moves there by a plain
-/// rename (the folder may be a mount of its own); no worktree's name starts
-/// with a dot.
-fn trash_dir(host: &HostRepo) -> PathBuf {
-    worktrees_dir(host).join(".trash")
-}
-
-/// Moves the worktree folder `path` (checked by the caller to be slipway's)
-/// into the trash, atomically; `Ok(false)` when there is nothing there.
-pub(super) fn move_to_trash(host: &HostRepo, path: &Path) -> std::io::Result<bool> {
-    match path.symlink_metadata() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
-        Ok(meta) if !meta.is_dir() => {
-            return Err(std::io::Error::other(format!(
-                "{} is not a folder",
-                path.display()
-            )));
-        }
-        Ok(_) => {}
-    }
-    let trash = trash_dir(host);
-    let name = format!(
-        "{}-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        random_hex(4)
-    );
-    // Another close may empty and remove the trash folder in between.
-    let mut tries = 0;
-    loop {
-        std::fs::create_dir_all(&trash)?;
-        match std::fs::rename(path, trash.join(&name)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.exists() && tries < 3 => {
-                tries += 1;
-            }
-            other => return other.map(|()| true),
-        }
-    }
-}
-
-/// Deletes what is in the trash (symlinks in it are removed, never followed).
-pub(super) fn empty_trash(host: &HostRepo) -> Vec<String> {
-    let mut problems = Vec::new();
-    let Ok(entries) = std::fs::read_dir(trash_dir(host)) else {
-        return problems;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let removed = match entry.file_type() {
-            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
-            _ => std::fs::remove_file(&path),
-        };
-        if let Err(e) = removed {
-            problems.push(format!("could not empty {}: {e}", path.display()));
-        }
-    }
-    // An empty trash leaves no folder behind among the worktrees.
-    if problems.is_empty()
-        && let Err(e) = std::fs::remove_dir(trash_dir(host))
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        problems.push(format!(
-            "could not remove {}: {e}",
-            trash_dir(host).display()
-        ));
-    }
-    problems
-}
 
 /// Undoes a create of worktree `id` on `branch`: its folder, registration,
 /// record, and the branch when the create made it and it holds nothing new.
@@ -93,7 +21,7 @@ pub(super) fn undo_create(
     let path = worktrees_dir(host).join(id);
     // The create checked that nothing was at this path before it journaled,
     // so whatever is there now it made.
-    move_to_trash(host, &path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+    trash::move_in(host, &path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
     {
         let _admin = AdminLock::acquire(&locks_dir(host)).map_err(|e| e.to_string())?;
         worktrees::unregister(host.git(), id).map_err(|e| e.to_string())?;
@@ -107,10 +35,7 @@ pub(super) fn undo_create(
         worktrees::delete_branch(host.git(), branch).map_err(|e| e.to_string())?;
     }
     WorktreeRecord::delete(&host.slipway_dir(), id).map_err(|e| e.to_string())?;
-    let problems = empty_trash(host);
-    if let Some(p) = problems.first() {
-        tracing::warn!("{p}");
-    }
+    trash::empty_later(&host.slipway_dir());
     Ok(())
 }
 
@@ -119,7 +44,8 @@ pub(super) fn undo_create(
 pub(super) fn finish_close(host: &HostRepo, id: &str, branch: &str) -> Result<(), String> {
     let path = worktrees_dir(host).join(id);
     if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-        move_to_trash(host, &path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+        trash::move_in(host, &path)
+            .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
     }
     {
         let _admin = AdminLock::acquire(&locks_dir(host)).map_err(|e| e.to_string())?;
@@ -132,9 +58,7 @@ pub(super) fn finish_close(host: &HostRepo, id: &str, branch: &str) -> Result<()
             .map_err(|e| e.to_string())?;
     }
     WorktreeRecord::delete(&host.slipway_dir(), id).map_err(|e| e.to_string())?;
-    for p in empty_trash(host) {
-        tracing::warn!("{p}");
-    }
+    trash::empty_later(&host.slipway_dir());
     Ok(())
 }
 

@@ -7,6 +7,7 @@ local buffers = require('slipway.buffers')
 local config = require('slipway.config')
 local lsp = require('slipway.lsp')
 local pick = require('slipway.pick')
+local trust = require('slipway.trust')
 local util = require('slipway.util')
 
 local M = {}
@@ -150,16 +151,17 @@ end
 --- Calls `command`, asking only for what the sidecar's plan says is missing:
 --- a branch name when it hints `give branch` (the strategy is `branch`), and
 --- a source branch when it answers `sourceBranchRequired` (or another source
---- error with `choices`: the branch picker over them, then the `named` source).
+--- error with `choices`: the branch picker over them, then the `named` source);
+--- an `untrustedConfig` one asks to trust.
 ---@param root string
 ---@param command string
 ---@param request table
 ---@return table
 local function call_with_source(root, command, request)
-  local result, err = lsp.call(root, command, request)
+  local result, err = trust.call(root, command, request)
   if err and not request.branch and asks_for(err, 'branch') then
     request.branch = vim.trim(async.input({ prompt = 'slipway: branch name: ' }))
-    result, err = lsp.call(root, command, request)
+    result, err = trust.call(root, command, request)
   end
   if err and type(err.data) == 'table' and source_choice_kinds[err.data.kind] then
     local choices = err.data.choices
@@ -168,7 +170,7 @@ local function call_with_source(root, command, request)
     end
     local b = pick.branch(root, { prompt = 'slipway: start from (' .. err.message .. ')', entries = choices })
     request.source = { policy = 'named', ref = b.name }
-    result, err = lsp.call(root, command, request)
+    result, err = trust.call(root, command, request)
   end
   if err then
     lsp.fail(root, err)
@@ -355,13 +357,16 @@ function flows.handoff(args)
   if w.path then
     buffers.offer_write(w.path, 'hand off')
   end
-  local started = lsp.must(root, 'slipway.handoff', {
+  local started, err = trust.call(root, 'slipway.handoff', {
     root = root,
     worktree = w.id,
     agent = agent,
     sandbox = sandbox_of(args),
     prompt = prompt,
   })
+  if err then
+    lsp.fail(root, err)
+  end
   if w.path then
     require('slipway.status').claim(w.path)
   end
@@ -506,7 +511,7 @@ function flows.workspace(args)
     sandbox = sandbox_of(args),
     prompt = prompt,
   }
-  local started, err = lsp.call(root, 'slipway.run', request)
+  local started, err = trust.call(root, 'slipway.run', request)
   if err and type(err.data) == 'table' and err.data.kind == 'sourceBranchRequired' then
     local mounts = err.data.mounts
     if type(mounts) ~= 'table' or #mounts == 0 then
@@ -534,7 +539,7 @@ function flows.workspace(args)
       sources[m.dst] = { policy = 'named', ref = ref }
     end
     request.sources = sources
-    started, err = lsp.call(root, 'slipway.run', request)
+    started, err = trust.call(root, 'slipway.run', request)
   end
   if err then
     lsp.fail(root, err)
@@ -739,6 +744,7 @@ function flows.land(args)
     (answer.commit and answer.commit ~= vim.NIL) and (' ' .. util.short(answer.commit)) or ''
   )
   local lines = { text }
+  vim.list_extend(lines, trust.sensitive_lines(answer.sensitiveChanges))
   if answer.removed == true then
     lines[#lines + 1] = 'worktree removed'
   elseif w.path then

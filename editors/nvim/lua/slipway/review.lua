@@ -18,6 +18,7 @@ local M = {}
 ---@field binary? boolean
 ---@field committed? boolean
 ---@field uncommitted? boolean
+---@field sensitive? { kind: string, why: string } set when the file runs programs once it is in a checkout
 
 ---@class slipway.Review
 ---@field root string
@@ -65,6 +66,9 @@ function M.format_file(f)
   end
   if #where > 0 then
     bits[#bits + 1] = '(' .. table.concat(where, ', ') .. ')'
+  end
+  if type(f.sensitive) == 'table' then
+    bits[#bits + 1] = '! ' .. tostring(f.sensitive.why)
   end
   return table.concat(bits, ' ')
 end
@@ -299,6 +303,8 @@ function M.open(root, w)
       lnum = 1,
       col = 1,
       text = M.format_file(f),
+      -- A file that runs programs reads as a warning.
+      type = type(f.sensitive) == 'table' and 'W' or nil,
       valid = 1,
     }
   end

@@ -25,6 +25,7 @@ local M = {}
 ---@field quarantined? { path: string, finding: string, detail?: string, movedTo?: string }[]
 ---@field warnings? string[]
 ---@field actions? { kind: string, worktree?: string, runId?: string, force?: boolean }[]
+---@field sensitiveChanges? { path: string, status: string, kind: string, why: string }[]
 
 --- Every `slipway/runFinished` received, newest last.
 ---@type slipway.RunFinished[]
@@ -45,6 +46,8 @@ local finding_labels = {
   escapingSymlink = 'symlink leaving the worktree',
   newGitlink = 'new gitlink',
   refusedEntry = 'refused entry',
+  specialFile = 'device node, fifo or socket (removed)',
+  setIdBits = 'set-id bits (cleared)',
 }
 
 --- The host's current branch, read from its `HEAD` file (no git process).
@@ -217,6 +220,7 @@ function M.summary(p)
   if str(p.keptBranch) then
     lines[#lines + 1] = p.keptBranch
   end
+  vim.list_extend(lines, require('slipway.trust').sensitive_lines(p.sensitiveChanges))
   for _, w in ipairs(type(p.warnings) == 'table' and p.warnings or {}) do
     lines[#lines + 1] = 'warning: ' .. tostring(w)
   end
@@ -277,18 +281,20 @@ function M.on_finished(client_id, params)
     data = vim.tbl_extend('force', { client_id = client_id }, params),
   })
   pcall(M.refresh_buffers, params)
-  if require('slipway.config').get().notify_run_finished ~= false then
-    util.notify(M.summary(params), levels[params.status] or vim.log.levels.INFO)
+  -- Once shown, no other editor is told of it (the sidecar holds its news until then).
+  local function seen()
+    M.seen(client_id, params.runId)
   end
   local qline, qdetails = M.quarantine_text(params)
+  if require('slipway.config').get().notify_run_finished ~= false then
+    util.notify(M.summary(params), levels[params.status] or vim.log.levels.INFO, not qline and seen or nil)
+  elseif not qline then
+    vim.schedule(seen)
+  end
   if qline then
-    util.notify(qdetails or qline, vim.log.levels.WARN)
+    util.notify(qdetails or qline, vim.log.levels.WARN, seen)
   end
   vim.cmd('redrawstatus!')
-  -- Shown: no other editor is told of it (the sidecar holds its news until then).
-  vim.schedule(function()
-    M.seen(client_id, params.runId)
-  end)
 end
 
 --- Tells the sidecar that the end of run `run_id` was shown.

@@ -109,10 +109,14 @@ end
 M.history = {}
 
 --- Messages `notify` queued for this moment, shown together by `flush`.
----@type { msg: string, level: integer }[]
+---@type { msg: string, level: integer, shown?: fun() }[]
 local pending = {}
 
-local flush, show
+--- How long (ms) `notify` gathers messages into one line: the sidecar's
+--- reports of one moment come as separate notifications.
+M.gather_ms = 60
+
+local flush, show, show_batch
 
 --- Whether `vim.notify` is Neovim's own (an echo), not a notifier plugin's.
 ---@return boolean
@@ -177,10 +181,12 @@ end
 --- `vim.notify` with one line (the plugin's prefix, the first line of `msg`):
 --- never a hit-enter prompt. The whole text goes to `M.history` (`:Slipway
 --- details`) and to `opts.details` for custom `vim.notify` functions. A message
---- sent in Insert mode is shown again when Insert mode ends.
+--- sent in Insert mode is shown again when Insert mode ends. On a screen,
+--- messages sent within `M.gather_ms` of each other are one line.
 ---@param msg string
 ---@param level? integer a `vim.log.levels` value (default INFO)
-function M.notify(msg, level)
+---@param shown? fun() called once the line standing for `msg` is shown
+function M.notify(msg, level, shown)
   level = level or vim.log.levels.INFO
   M.history[#M.history + 1] = { time = os.time(), level = level, text = msg }
   if #M.history > 200 then
@@ -188,19 +194,23 @@ function M.notify(msg, level)
   end
   -- Messages of one moment (several runs reported at start-up) are shown as
   -- one line: two echoes in a row would ask "Press ENTER".
-  pending[#pending + 1] = { msg = msg, level = level }
+  pending[#pending + 1] = { msg = msg, level = level, shown = shown }
   if #pending > 1 then
     return
   end
-  if vim.v.vim_did_enter == 1 or vim.list_contains(vim.v.argv, '--headless') then
+  local ui_up = vim.v.vim_did_enter == 1 and #vim.api.nvim_list_uis() > 0
+  if ui_up then
+    vim.defer_fn(flush, M.gather_ms)
+  elseif vim.list_contains(vim.v.argv, '--headless') then
+    -- No screen: nothing to wait for, no echo to replace.
     vim.schedule(flush)
   else
     -- Before the first screen is drawn a message would be wiped by it.
-    vim.api.nvim_create_autocmd('VimEnter', {
+    vim.api.nvim_create_autocmd('UIEnter', {
       once = true,
       desc = 'slipway: show the messages of start-up',
       callback = function()
-        vim.schedule(flush)
+        vim.defer_fn(flush, M.gather_ms)
       end,
     })
   end
@@ -218,8 +228,21 @@ function flush()
   if #batch == 0 then
     return
   end
-  -- A notifier of the user's (nvim-notify, snacks, …) shows each message on
-  -- its own; Neovim's own echoes them, so one line stands for them all.
+  local ok, err = pcall(show_batch, batch)
+  for _, n in ipairs(batch) do
+    if n.shown then
+      pcall(n.shown)
+    end
+  end
+  if not ok then
+    error(err)
+  end
+end
+
+--- Shows `batch`: one line for all with Neovim's own `vim.notify` (an echo),
+--- a line each with a notifier of the user's (nvim-notify, snacks, …).
+---@param batch { msg: string, level: integer }[]
+function show_batch(batch)
   if not builtin_notify() then
     for _, n in ipairs(batch) do
       show(M.one_line(n.msg), n.level, { title = 'slipway', details = n.msg })

@@ -55,6 +55,9 @@ pub struct DockerConfig {
     pub init: bool,
     /// Creating, starting and probing the container must finish within this.
     pub start_timeout: Duration,
+    /// The engine already connected to for this run, so a run agrees on the
+    /// API version once; `None` connects (see [`connect`]).
+    pub engine: Option<Docker>,
 }
 
 impl DockerConfig {
@@ -74,6 +77,7 @@ impl DockerConfig {
             user: host_user(),
             init: true,
             start_timeout: Duration::from_secs(60),
+            engine: None,
         }
     }
 }

@@ -5,7 +5,9 @@
 //! How it holds the sandbox rules:
 //! - The container runs an init as PID 1 (the engine's `docker-init` via
 //!   `init: true`) over a shell keep-alive loop; every agent process is an exec
-//!   into it. Teardown is one forced remove (SIGKILL, no grace period).
+//!   into it (a run that starts one process only uses [`OneProcessSandbox`],
+//!   whose container's own process it is). Teardown is one forced remove
+//!   (SIGKILL, no grace period).
 //! - Each exec goes through a tiny `sh` wrapper that records its pid in a tmpfs
 //!   private to the container and then `exec`s the program: the runtime makes
 //!   every exec a session leader, so that pid is also the process group of the
@@ -24,12 +26,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::container::LogOutput;
+use bollard::container::{AttachContainerResults, LogOutput};
 use bollard::errors::Error as EngineError;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig, Mount as EngineMount, MountType};
 use bollard::query_parameters::{
-    CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
+    AttachContainerOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
 };
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -39,15 +41,31 @@ use super::{BoxFuture, ExecSpec, Execution, Killer, OutputEvent, Sandbox, Sandbo
 
 mod engine;
 mod exec;
+mod one_process;
 mod reap;
 
+use crate::sandbox::lines::LineSplitter;
 pub use engine::{DockerConfig, Mount, connect, host_user};
 use engine::{container_name, engine_error, utf8};
-use exec::{ExecKiller, LineSplitter, watch_exit};
+use exec::{ExecKiller, watch_exit};
+pub use one_process::OneProcessSandbox;
+use one_process::Process;
 pub use reap::reap_orphans;
 
 /// Label every slipway container carries.
 pub const LABEL_MANAGED: &str = "slipway.managed";
+
+/// The capabilities an agent's container keeps (all others are dropped):
+/// what root needs to edit files it does not own and to stop its own
+/// processes. Never `MKNOD`, `SETUID`/`SETGID`, `SETFCAP`, `SETPCAP`,
+/// `SYS_ADMIN`, `NET_RAW`, `SYS_CHROOT` or `FSETID`.
+pub const AGENT_CAPABILITIES: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "KILL",
+    "NET_BIND_SERVICE",
+];
 /// Label holding the run id.
 pub const LABEL_RUN: &str = "slipway.run";
 /// Label holding the optional scope (e.g. the repository's common git dir).
@@ -116,9 +134,12 @@ impl std::fmt::Debug for DockerSandbox {
 }
 
 impl DockerSandbox {
-    /// Connects (see [`connect`]) and starts the container.
-    pub async fn start(config: DockerConfig) -> Result<DockerSandbox, SandboxError> {
-        let docker = connect().await?;
+    /// Starts the container on `config.engine`, or connects first (see [`connect`]).
+    pub async fn start(mut config: DockerConfig) -> Result<DockerSandbox, SandboxError> {
+        let docker = match config.engine.take() {
+            Some(docker) => docker,
+            None => connect().await?,
+        };
         DockerSandbox::start_with(docker, config).await
     }
 
@@ -133,6 +154,27 @@ impl DockerSandbox {
         docker: Docker,
         config: DockerConfig,
     ) -> Result<DockerSandbox, SandboxError> {
+        let (id, name, _) = Self::make(&docker, &config, None).await?;
+        Ok(DockerSandbox {
+            docker,
+            id,
+            name,
+            user: config.user,
+            next_exec: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            persistent: AtomicBool::new(false),
+        })
+    }
+
+    /// Creates and starts a container of `config` (its process the keep-alive
+    /// loop, or `process` attached before it starts), within
+    /// `config.start_timeout`; returns its id and name, and the attached
+    /// streams of `process`.
+    async fn make(
+        docker: &Docker,
+        config: &DockerConfig,
+        process: Option<Process>,
+    ) -> Result<(String, String, Option<AttachContainerResults>), SandboxError> {
         let name = container_name(&config.run_id);
         let timeout = config.start_timeout;
         // The creation runs as its own task: a request the engine is still
@@ -140,20 +182,10 @@ impl DockerSandbox {
         // the task finishes and then removes what it made.
         let mut task = tokio::spawn({
             let (docker, config, name) = (docker.clone(), config.clone(), name.clone());
-            async move { Self::create_and_start(&docker, &config, &name).await }
+            async move { Self::create_and_start(&docker, &config, &name, process.as_ref()).await }
         });
         let failure = match tokio::time::timeout(timeout, &mut task).await {
-            Ok(Ok(Ok(id))) => {
-                return Ok(DockerSandbox {
-                    docker,
-                    id,
-                    name,
-                    user: config.user,
-                    next_exec: AtomicU64::new(0),
-                    closed: AtomicBool::new(false),
-                    persistent: AtomicBool::new(false),
-                });
-            }
+            Ok(Ok(Ok((id, attached)))) => return Ok((id, name, attached)),
             Ok(Ok(Err(e))) => e,
             Ok(Err(e)) => SandboxError::Other(format!("docker: the start task failed: {e}")),
             Err(_) => {
@@ -170,7 +202,7 @@ impl DockerSandbox {
             }
         };
         // Removal by name also finds a container whose id never reached us.
-        remove_forced(&docker, &name).await;
+        remove_forced(docker, &name).await;
         Err(failure)
     }
 
@@ -178,10 +210,31 @@ impl DockerSandbox {
         docker: &Docker,
         config: &DockerConfig,
         name: &str,
-    ) -> Result<String, SandboxError> {
+        process: Option<&Process>,
+    ) -> Result<(String, Option<AttachContainerResults>), SandboxError> {
         let mut init = config.init;
         loop {
-            let id = Self::create(docker, config, name, init).await?;
+            let id = Self::create(docker, config, name, init, process).await?;
+            // Attached before the start, so no output of the process is lost.
+            let attached = match process {
+                Some(_) => Some(
+                    docker
+                        .attach_container(
+                            &id,
+                            Some(AttachContainerOptions {
+                                stream: true,
+                                stdin: true,
+                                stdout: true,
+                                stderr: true,
+                                logs: false,
+                                ..Default::default()
+                            }),
+                        )
+                        .await
+                        .map_err(|e| engine_error("cannot attach to the container", e))?,
+                ),
+                None => None,
+            };
             let started = docker.start_container(&id, None).await;
             match started {
                 Ok(()) => {}
@@ -195,7 +248,7 @@ impl DockerSandbox {
                 }
                 Err(e) => return Err(engine_error("cannot start the container", e)),
             }
-            return Ok(id);
+            return Ok((id, attached));
         }
     }
 
@@ -204,6 +257,7 @@ impl DockerSandbox {
         config: &DockerConfig,
         name: &str,
         init: bool,
+        process: Option<&Process>,
     ) -> Result<String, SandboxError> {
         let mut mounts = Vec::with_capacity(config.mounts.len());
         for m in &config.mounts {
@@ -238,6 +292,13 @@ impl DockerSandbox {
             attach_stderr: Some(false),
             host_config: Some(HostConfig {
                 init: Some(init),
+                // Nothing in the container gains privileges (a setuid `sudo`
+                // in the image stays the host user), and root in it keeps only
+                // what editing files needs: no device nodes, no uid or gid
+                // changes, no file capabilities, no raw sockets.
+                security_opt: Some(vec!["no-new-privileges:true".to_owned()]),
+                cap_drop: Some(vec!["ALL".to_owned()]),
+                cap_add: Some(AGENT_CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
                 mounts: Some(mounts),
                 network_mode: config.network.clone(),
                 memory: config.memory_bytes,
@@ -250,6 +311,10 @@ impl DockerSandbox {
                 ..Default::default()
             }),
             ..Default::default()
+        };
+        let body = match process {
+            Some(process) => process.apply(body),
+            None => body,
         };
         let options = CreateContainerOptions {
             name: Some(name.to_owned()),
@@ -342,43 +407,16 @@ impl DockerSandbox {
             )
             .await
             .map_err(|e| engine_error(&format!("cannot start {program}"), e))?;
-        let StartExecResults::Attached {
-            mut output,
-            mut input,
-        } = started
-        else {
+        let StartExecResults::Attached { output, input } = started else {
             return Err(SandboxError::Other(
                 "docker: the engine started the exec detached".into(),
             ));
         };
 
-        let stdin = spec.stdin.unwrap_or_default();
-        tokio::spawn(async move {
-            // A program that never reads its stdin is not an error; shutting
-            // the write side down is what the process sees as end of input.
-            let _ = input.write_all(&stdin).await;
-            let _ = input.shutdown().await;
-        });
-
+        feed_stdin(input, spec.stdin.unwrap_or_default());
         let (tx, rx) = mpsc::unbounded_channel();
         let (done_tx, done_rx) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let mut out = LineSplitter::new(tx.clone());
-            let mut err = LineSplitter::new(tx);
-            while let Some(item) = output.next().await {
-                match item {
-                    Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
-                        out.push(&message)
-                    }
-                    Ok(LogOutput::StdErr { message }) => err.push(&message),
-                    Ok(LogOutput::StdIn { .. }) => {}
-                    Err(_) => break,
-                }
-            }
-            out.finish();
-            err.finish();
-            let _ = done_tx.send(());
-        });
+        read_output(output, tx, done_tx);
 
         let (exit_tx, exit_rx) = oneshot::channel();
         tokio::spawn(watch_exit(self.docker.clone(), exec_id, done_rx, exit_tx));
@@ -416,16 +454,22 @@ impl DockerSandbox {
         remove_forced(&self.docker, &self.id).await;
     }
 
-    /// Attaches to the running container of a long-lived sandbox.
+    /// Attaches to the running container of a long-lived sandbox, if it
+    /// carries slipway's labels for `owner` (a record naming some other
+    /// container is not followed).
     pub async fn attach(
         docker: Docker,
         container: &str,
         user: String,
+        owner: &Owner<'_>,
     ) -> Result<DockerSandbox, SandboxError> {
         let inspect = docker
             .inspect_container(container, None)
             .await
             .map_err(|e| engine_error("the sandbox's container is gone", e))?;
+        if !owner.owns(&inspect) {
+            return Err(owner.refusal(container));
+        }
         let running = inspect
             .state
             .as_ref()
@@ -451,6 +495,53 @@ impl DockerSandbox {
             closed: AtomicBool::new(false),
             persistent: AtomicBool::new(true),
         })
+    }
+}
+
+/// Whose container a record says it is: slipway's for one run or sandbox of
+/// one repository (DESIGN §2 "Git safety" 5).
+#[derive(Debug, Clone, Copy)]
+pub struct Owner<'a> {
+    /// The repository's scope label (its common git dir).
+    pub scope: &'a str,
+    /// The run or sandbox id in the `slipway.run` label.
+    pub run: &'a str,
+}
+
+impl Owner<'_> {
+    /// Whether the inspected container carries exactly these labels.
+    pub fn owns(&self, inspect: &bollard::models::ContainerInspectResponse) -> bool {
+        let labels = inspect.config.as_ref().and_then(|c| c.labels.as_ref());
+        let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
+        label(LABEL_MANAGED) == Some("true")
+            && label(LABEL_SCOPE) == Some(self.scope)
+            && label(LABEL_RUN) == Some(self.run)
+    }
+
+    fn refusal(&self, container: &str) -> SandboxError {
+        SandboxError::Other(format!(
+            "container {container} does not carry slipway's labels for '{}' of this repository, so slipway did not make it; it was left alone",
+            self.run
+        ))
+    }
+
+    /// Removes `container` (forced) only when it is this owner's; whether it was.
+    pub async fn remove(&self, docker: &Docker, container: &str) -> Result<(), SandboxError> {
+        let inspect = match docker.inspect_container(container, None).await {
+            Ok(inspect) => inspect,
+            // Gone already: nothing to remove.
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {
+                return Ok(());
+            }
+            Err(e) => return Err(engine_error("cannot look at the container", e)),
+        };
+        if !self.owns(&inspect) {
+            return Err(self.refusal(container));
+        }
+        remove_forced(docker, container).await;
+        Ok(())
     }
 }
 
@@ -512,30 +603,73 @@ impl DockerSandbox {
 }
 
 impl Drop for DockerSandbox {
-    /// A sandbox dropped without `close` (an early return, a panic) still goes:
-    /// removal runs on its own thread because Drop cannot await, and the
-    /// caller's runtime may be the thing shutting down.
+    /// A sandbox dropped without `close` (an early return, a panic) still goes.
     fn drop(&mut self) {
         if self.closed.swap(true, Ordering::SeqCst) || self.persistent.load(Ordering::SeqCst) {
             return;
         }
-        let docker = self.docker.clone();
-        let id = self.id.clone();
-        let spawned = std::thread::Builder::new()
-            .name("slipway-docker-drop".into())
-            .spawn(move || {
-                match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt.block_on(remove_forced(&docker, &id)),
-                    Err(e) => tracing::warn!("docker: cannot remove container {id}: {e}"),
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::warn!("docker: cannot remove container {}: {e}", self.id);
-        }
+        remove_in_background(self.docker.clone(), self.id.clone());
     }
+}
+
+/// Removes container `id` on a thread of its own: Drop cannot await, and the
+/// caller's runtime may be the thing shutting down.
+pub(super) fn remove_in_background(docker: Docker, id: String) {
+    let spawned = std::thread::Builder::new()
+        .name("slipway-docker-drop".into())
+        .spawn({
+            let id = id.clone();
+            move || match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt.block_on(remove_forced(&docker, &id)),
+                Err(e) => tracing::warn!("docker: cannot remove container {id}: {e}"),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("docker: cannot remove container {id}: {e}");
+    }
+}
+
+/// Writes `stdin` to a process's input and closes it.
+pub(super) fn feed_stdin(
+    mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    stdin: Vec<u8>,
+) {
+    tokio::spawn(async move {
+        // A program that never reads its stdin is not an error; shutting
+        // the write side down is what the process sees as end of input.
+        let _ = input.write_all(&stdin).await;
+        let _ = input.shutdown().await;
+    });
+}
+
+/// Splits a process's output into lines on `tx`; `done` fires when it ends.
+pub(super) fn read_output(
+    mut output: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<LogOutput, EngineError>> + Send>,
+    >,
+    tx: mpsc::UnboundedSender<OutputEvent>,
+    done: oneshot::Sender<()>,
+) {
+    tokio::spawn(async move {
+        let mut out = LineSplitter::new(tx.clone());
+        let mut err = LineSplitter::new(tx);
+        while let Some(item) = output.next().await {
+            match item {
+                Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
+                    out.push(&message)
+                }
+                Ok(LogOutput::StdErr { message }) => err.push(&message),
+                Ok(LogOutput::StdIn { .. }) => {}
+                Err(_) => break,
+            }
+        }
+        out.finish();
+        err.finish();
+        let _ = done.send(());
+    });
 }
 
 /// Whether a start failed because the engine has no init binary to inject.
