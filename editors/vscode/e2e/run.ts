@@ -743,8 +743,9 @@ async function main(): Promise<void> {
       const widget = page.locator(QUICK_INPUT);
       const start = async (): Promise<void> => {
         await runCommand(page, 'slipway: Run Agent in New Worktree');
-        await answerInput(page, 'Branch for the run', 'feature/trusted');
-        await answerInput(page, 'Prompt for the run on feature/trusted', 'add two files');
+        // The prompt first; the branch only when the sidecar says it is missing,
+        // and trust comes before that.
+        await answerInput(page, 'Prompt for the run', 'add two files');
         await poll('the trust picker', async () => ((await widget.locator('.quick-input-title').innerText()).includes('Trust slipway.toml?') ? true : undefined));
       };
       await start();
@@ -760,9 +761,10 @@ async function main(): Promise<void> {
       await toast(page, 'not trusted; nothing was done').waitFor({ state: 'visible', timeout: 20_000 });
       assert(fs.readdirSync(marks).length === 0, 'the hook ran after Cancel');
       assert(!fx.git(fx.repo, 'worktree', 'list').includes('feature-trusted'), 'a worktree was made after Cancel');
-      // Again, and Trust: the approval is recorded, the same run is sent again (its source asked), and the hook runs.
+      // Again, and Trust: the approval is recorded, the same run is sent again (its branch and source asked), and the hook runs.
       await start();
       await widget.locator('.monaco-list-row', { hasText: /approve slipway\.toml at/ }).first().click();
+      await answerInput(page, 'Branch for the run', 'feature/trusted');
       const main = widget.locator('.monaco-list-row', { hasText: 'main' }).first();
       await poll('the source picker', async () => ((await widget.locator('.quick-input-title').innerText()).includes('from') ? true : undefined));
       await main.waitFor({ state: 'visible', timeout: 20_000 });
