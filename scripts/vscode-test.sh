@@ -9,10 +9,10 @@
 #   SLIPWAY_VSCODE_CACHE  where Node 24 and code-server are kept between runs
 #                         (default ~/.cache/slipway/vscode; about 700 MB)
 #   SLIPWAY_BIN           use this slipway binary instead of `cargo build`'s
-#   SLIPWAY_VSCODE_E2E=0  skip the end-to-end layer
 #
-# Prints one line per step and ends with `N passed, M failed`; exits non-zero on
-# any failure. Screenshots and logs of the end-to-end run: target/vscode-e2e/.
+# Every layer runs: none can be turned off. Prints one line per step and ends
+# with `N passed, M failed`; exits non-zero on any failure, and when a layer ran
+# no test. Screenshots and logs of the end-to-end run: target/vscode-e2e/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -126,7 +126,7 @@ cs_install() {
     "$NODE24" "$CS_PKG/out/node/entry.js" --version &&
     touch "$CS_DIR/.complete"
 }
-if [ "${SLIPWAY_VSCODE_E2E:-1}" != 0 ] && [ ! -e "$CS_DIR/.complete" ]; then
+if [ ! -e "$CS_DIR/.complete" ]; then
   echo "installing code-server $CODE_SERVER_VERSION in the background (log: $CACHE/code-server-install.log)"
   (cs_install) > "$CACHE/code-server-install.log" 2>&1 &
   CS_INSTALL_PID=$!
@@ -164,6 +164,8 @@ node_tests() {
   fail=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$out" | tail -1)
   grep -E '^\s*(not ok|ok) ' "$out" | grep -v '^ok [0-9]* - .*test\.js$' | sed 's/^/  /'
   if [ "$rc" -ne 0 ] && [ "${fail:-0}" -eq 0 ]; then fail=1; tail -30 "$out"; fi
+  # A layer that runs nothing proves nothing.
+  if [ "${pass:-0}" -eq 0 ] && [ "${fail:-0}" -eq 0 ]; then fail=1; echo "  not ok - $name ran no test"; fi
   [ "${fail:-0}" -gt 0 ] && grep -B2 -A20 '^\s*not ok' "$out" | head -80
   PASSED=$((PASSED + ${pass:-0})); FAILED=$((FAILED + ${fail:-0}))
   echo "$name: ${pass:-0} passed, ${fail:-0} failed ($(elapsed "$t"))"
@@ -186,10 +188,6 @@ vsix_files() {
 if vsix_files; then ok "the .vsix holds a handful of files"; else fail "the .vsix holds more than 8 files"; fi
 
 # ---------------------------------------------------------------------------
-if [ "${SLIPWAY_VSCODE_E2E:-1}" = 0 ]; then
-  echo "== end to end: skipped (SLIPWAY_VSCODE_E2E=0)"
-  summary
-fi
 echo "== end to end (code-server $CODE_SERVER_VERSION, headless Chromium)"
 if [ -n "$CS_INSTALL_PID" ]; then
   t=$(date +%s)
@@ -204,7 +202,9 @@ if [ -n "$CS_INSTALL_PID" ]; then
 else
   ok "code-server $CODE_SERVER_VERSION (cached in $CS_DIR)"
 fi
-if [ -e "$CS_DIR/.complete" ]; then
+if [ ! -e "$CS_DIR/.complete" ]; then
+  fail "code-server is not installed: the end-to-end layer cannot run (log: $CACHE/code-server-install.log)"
+else
   t=$(date +%s)
   rm -f "$ART/e2e-result.json" "$ART/code-server.pid"
   CODE_SERVER=$CS_PKG NODE24=$NODE24 VSIX=$EXT/out/slipway.vsix ARTIFACTS=$ART CHROMIUM=/usr/bin/chromium \
@@ -214,6 +214,7 @@ if [ -e "$CS_DIR/.complete" ]; then
     f=$(node -p "require('$ART/e2e-result.json').failed")
     PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
     echo "end to end: $p passed, $f failed ($(elapsed "$t")); screenshots in $ART"
+    [ $((p + f)) -gt 0 ] || fail "the end-to-end layer ran no test"
   else
     fail "the end-to-end driver wrote no result"
   fi

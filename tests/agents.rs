@@ -1462,13 +1462,20 @@ fn the_newest_session_of_a_directory_is_found() {
             None,
             "{store:?}: none yet"
         );
-        plant(
+        let older = plant(
             store,
             &root,
             &h.old_cwd,
             "11111111-0000-4000-8000-000000000001",
         );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // Older by its time stamp, not by waiting for the clock to move.
+        std::fs::File::options()
+            .write(true)
+            .open(&older)
+            .and_then(|f| {
+                f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+            })
+            .expect("backdate the older session");
         let newer = plant(
             store,
             &root,

@@ -78,7 +78,7 @@ struct LockHolder(Child);
 
 impl LockHolder {
     fn take(lock: &Path) -> LockHolder {
-        let script = r#"exec 9<>"$1" && flock -n 9 && printf '{"pid":%d,"branch":"held","time":1}' $$ > "$1" && echo locked && exec sleep 600"#;
+        let script = r#"exec 9<>"$1" && flock -n 9 && printf '{"pid":%d,"branch":"held","time":1}' $$ > "$1" && echo locked && exec sleep 600"#; // allow-sleep: the holder keeps the lock until the test drops it
         let mut child = std::process::Command::new("sh")
             .args(["-c", script, "sh"])
             .arg(lock)

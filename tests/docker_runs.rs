@@ -7,9 +7,10 @@ use crate::common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use common::*;
+
+use crate::common::lsp;
 
 const IMAGE: &str = "slipway-test:latest";
 
@@ -24,6 +25,12 @@ fn containers_of(run_id: &str) -> Vec<String> {
         ])
         .output()
         .expect("docker ps");
+    // A failed listing would read as "no containers left".
+    assert!(
+        out.status.success(),
+        "docker ps failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .map(str::to_owned)
@@ -150,7 +157,7 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
         &env,
         &repo,
         &["--strategy", "merge-to-head", "--idle-timeout", "1"],
-        "echo draft > draft.txt; echo thinking; sleep 300",
+        "echo draft > draft.txt; echo thinking; sleep 300", // allow-sleep: the agent stalls until the idle timeout ends it
     );
     assert!(!out.status.success());
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -167,15 +174,21 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
     );
     assert!(containers_of(s(&result, "runId")).is_empty());
 
-    let started = Instant::now();
+    // The agent would go on after its stall: the grace period ends it first.
     let result = ok_json(&docker_run(
         &env,
         &repo,
         &["--branch", "grace", "--completion-grace", "1"],
-        "sleep 300 & echo '<promise>COMPLETE</promise>'; sleep 300",
+        "sleep 300 & echo '<promise>COMPLETE</promise>'; sleep 300; echo late > late.txt", // allow-sleep: the agent stalls after its signal until the grace period ends it
     ));
     assert_eq!(result["status"], "completed");
-    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>");
+    assert!(
+        !Path::new(s(&result, "worktreePath"))
+            .join("late.txt")
+            .exists(),
+        "the agent ran past its completion grace"
+    );
     assert!(containers_of(s(&result, "runId")).is_empty());
 
     let child = env
@@ -196,21 +209,19 @@ fn idle_timeout_completion_grace_and_cancel_leave_no_container_behind() {
             "--",
             "sh",
             "-c",
-            "echo started; sleep 300",
+            "echo started; sleep 300", // allow-sleep: the agent stalls until the test cancels it
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
     let log = repo.join(".slipway/logs/run-2-dc0cce.log");
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("started")
-    {
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        lsp::wait_until(EVENT_DEADLINE, || std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("started")),
+        "the agent never started"
+    );
     // SAFETY: signalling the child we spawned.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);

@@ -231,6 +231,12 @@ fn table() -> Vec<Case> {
             None,
         ),
         case(
+            "source host-head",
+            &["--source", "host-head"],
+            json!({ "source": { "policy": "host_head" } }),
+            None,
+        ),
+        case(
             "source current-branch",
             &["--source", "current-branch"],
             json!({ "source": { "policy": "current_branch" } }),
@@ -506,6 +512,21 @@ fn table() -> Vec<Case> {
     ]
 }
 
+/// The number of requests the README says this test sends ("`tests/edges_agree.rs` sends N requests").
+fn readme_case_count() -> usize {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    // The sentence may be wrapped: read it with every run of whitespace as one space.
+    let words = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_, rest) = words
+        .split_once("`tests/edges_agree.rs` sends ")
+        .expect("the README names this test's request count");
+    rest.split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count after \"sends\" in the README: {rest:.40}"))
+}
+
 /// The plan without what differs by design between two plannings (the run id).
 fn comparable(mut plan: Value) -> Value {
     if let Some(request) = plan.get_mut("request").and_then(Value::as_object_mut) {
@@ -518,7 +539,11 @@ fn comparable(mut plan: Value) -> Value {
 fn the_cli_and_the_sidecar_give_the_same_plan_or_the_same_error() {
     let f = fixture();
     let cases = table();
-    assert!(cases.len() >= 30, "{} cases", cases.len());
+    assert_eq!(
+        cases.len(),
+        readme_case_count(),
+        "the README says how many requests this test sends: change one with the other"
+    );
     let mut lsp = Lsp::start(&f.env, Some(f.repo("app")), false);
     let mut failures = Vec::new();
     let mut plans = std::collections::HashMap::new();

@@ -61,9 +61,11 @@ fn assert_nothing_created(env: &TestEnv, repo: &Path, name: &str) {
     assert!(!repo.join(".slipway/x").exists() && !repo.join("x").exists());
 }
 
-/// Sends `bytes` followed at once by a framed good request; returns whether
-/// that request was answered within a few seconds.
-fn bad_bytes_then_request(lsp: &mut Lsp, repo: &Path, bytes: &[u8]) -> bool {
+/// Sends `bytes` followed at once by a framed good request, and waits for
+/// that request's answer, which must be a result: the answers (errors among
+/// them) that arrived since `bytes` were written, the good one last.
+fn bad_bytes_then_request(lsp: &mut Lsp, repo: &Path, bytes: &[u8], what: &str) -> Vec<Value> {
+    let since = lsp.history().len();
     let id = lsp.fresh_id();
     let good = frame(&json!({
         "jsonrpc": "2.0", "id": id, "method": "workspace/executeCommand",
@@ -71,13 +73,20 @@ fn bad_bytes_then_request(lsp: &mut Lsp, repo: &Path, bytes: &[u8]) -> bool {
     }));
     let mut all = bytes.to_vec();
     all.extend_from_slice(&good);
-    if lsp.write_raw(&all).is_err() {
-        return false;
-    }
-    lsp.collect_for(Duration::from_secs(3));
-    lsp.history().iter().any(|r| {
-        r.msg.get("method").is_none() && r.msg["id"] == id && r.msg.get("result").is_some()
-    })
+    lsp.write_raw(&all)
+        .unwrap_or_else(|e| panic!("after {what}: cannot write to the sidecar: {e}"));
+    // Panics, with what did arrive, if the sidecar never answers it.
+    let answer = lsp.wait_response(id, REQUEST_TIMEOUT);
+    assert!(
+        answer.msg["result"]["inWorktree"] == false,
+        "after {what}, the next request was answered {}",
+        answer.msg
+    );
+    lsp.history()[since..=answer.seq]
+        .iter()
+        .filter(|r| r.msg.get("method").is_none())
+        .map(|r| r.msg.clone())
+        .collect()
 }
 
 #[test]
@@ -220,33 +229,36 @@ fn bad_input_never_ends_the_session() {
     }
     still_answers(&mut lsp, &repo, "hostile branch names for slipway.run");
 
-    // Framing: garbage bytes, then a proper frame.
-    let answered = bad_bytes_then_request(
+    // Framing: garbage bytes, then a proper frame, which is the only answer.
+    let answers = bad_bytes_then_request(
         &mut lsp,
         &repo,
         b"garbage that is not a header\r\n\x00\xff\r\n\r\n",
+        "garbage bytes",
     );
-    assert!(
-        answered,
-        "a proper frame after garbage bytes must be answered; the sidecar {}\nstderr:\n{}",
-        if lsp.is_running() {
-            "is running but did not answer"
-        } else {
-            "exited"
-        },
-        lsp.stderr()
-    );
+    assert_eq!(answers.len(), 1, "garbage bytes are skipped: {answers:?}");
     still_answers(&mut lsp, &repo, "garbage bytes");
 
     // Framing: a Content-Length shorter than the body, then a valid frame.
-    let body = br#"{"jsonrpc":"2.0","id":"short","method":"workspace/executeCommand","params":{"command":"slipway.status","arguments":[{"path":"/"}]}}"#;
-    let mut bad = format!("Content-Length: {}\r\n\r\n", body.len() / 2).into_bytes();
-    bad.extend_from_slice(body);
-    let _answered_right_after = bad_bytes_then_request(&mut lsp, &repo, &bad);
+    short_content_length_then_request(&mut lsp, &repo);
     still_answers(&mut lsp, &repo, "a frame with a short Content-Length");
 
     let exit = lsp.shutdown_and_exit(Duration::from_secs(5));
     assert_eq!(exit.and_then(|e| e.code()), Some(0), "{}", lsp.stderr());
+}
+
+/// A Content-Length half the body's: the half is not JSON (a parse error
+/// answer), the rest is skipped up to the next header, and the request
+/// written right after it is answered.
+fn short_content_length_then_request(lsp: &mut Lsp, repo: &Path) {
+    let body = br#"{"jsonrpc":"2.0","id":"short","method":"workspace/executeCommand","params":{"command":"slipway.status","arguments":[{"path":"/"}]}}"#;
+    let mut bad = format!("Content-Length: {}\r\n\r\n", body.len() / 2).into_bytes();
+    bad.extend_from_slice(body);
+    let answers = bad_bytes_then_request(lsp, repo, &bad, "a short Content-Length");
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["id"], Value::Null, "{answers:?}");
+    assert_eq!(answers[0]["error"]["code"], -32700, "{answers:?}");
+    assert_eq!(kind(&answers[0]["error"]), "parseError", "{answers:?}");
 }
 
 #[test]
@@ -255,11 +267,135 @@ fn a_frame_with_a_short_content_length_does_not_end_the_session() {
     let repo = env.new_repo("repo").canonicalize().expect("canonical");
     let mut lsp = Lsp::start(&env, Some(&repo), true);
     still_answers(&mut lsp, &repo, "start-up");
-    let body = br#"{"jsonrpc":"2.0","id":"short","method":"workspace/executeCommand","params":{"command":"slipway.status","arguments":[{"path":"/"}]}}"#;
-    let mut bad = format!("Content-Length: {}\r\n\r\n", body.len() / 2).into_bytes();
-    bad.extend_from_slice(body);
-    bad_bytes_then_request(&mut lsp, &repo, &bad);
+    short_content_length_then_request(&mut lsp, &repo);
     still_answers(&mut lsp, &repo, "a frame with a short Content-Length");
+}
+
+/// Some LSP clients end header lines with a bare LF: such a frame is read
+/// like any other, and so is the CR LF one written right after it.
+#[test]
+fn a_frame_with_lf_only_headers_is_answered_and_so_is_the_next_one() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical");
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    let id = lsp.fresh_id();
+    let body = serde_json::to_vec(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "workspace/executeCommand",
+        "params": { "command": "slipway.list", "arguments": [{ "root": repo }] },
+    }))
+    .expect("json");
+    let mut bytes = format!("Content-Length: {}\n\n", body.len()).into_bytes();
+    bytes.extend_from_slice(&body);
+    bad_bytes_then_request(&mut lsp, &repo, &bytes, "an LF-only frame");
+    // slipway.status is answered ahead of queued git work: the list's answer
+    // may come after it.
+    let listed = lsp.wait_response(id, REQUEST_TIMEOUT).msg;
+    assert!(listed["result"]["worktrees"].is_array(), "{listed}");
+    still_answers(&mut lsp, &repo, "an LF-only frame");
+}
+
+/// params nested far deeper than a JSON parser reads (serde_json, and so
+/// tower-lsp-server, stop at 128): the request gets an error answer with its
+/// own id, a notification nested so is dropped, and the session goes on.
+#[test]
+fn a_message_nested_hundreds_of_levels_deep_is_refused_and_the_session_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical");
+    let mut lsp = Lsp::start(&env, Some(&repo), true);
+    for levels in [127, 128, 200, 100_000] {
+        let nested = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+        let id = lsp.fresh_id();
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"workspace/executeCommand","params":{{"command":"slipway.list","arguments":[{{"root":"/","x":{nested}}}]}}}}"#
+        );
+        let notification = format!(
+            r#"{{"jsonrpc":"2.0","method":"workspace/didChangeConfiguration","params":{{"settings":{nested}}}}}"#
+        );
+        let mut bytes = Vec::new();
+        for body in [&notification, &request] {
+            bytes.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+            bytes.extend_from_slice(body.as_bytes());
+        }
+        let what = format!("params nested {levels} levels deep");
+        let answers = bad_bytes_then_request(&mut lsp, &repo, &bytes, &what);
+        assert_eq!(
+            answers.len(),
+            2,
+            "{what}: one answer each, none to the notification: {answers:?}"
+        );
+        let error = &answers[0];
+        assert_eq!(error["id"], id, "{what}: {error}");
+        assert_eq!(error["error"]["code"], -32600, "{what}: {error}");
+        assert_eq!(kind(&error["error"]), "nestedTooDeep", "{what}: {error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("levels deep") && m.contains("64")),
+            "{what}: the message says what was wrong: {error}"
+        );
+        still_answers(&mut lsp, &repo, &what);
+    }
+    // Nesting the server can read is served as before.
+    let nested = format!("{}{}", "[".repeat(50), "]".repeat(50));
+    let answer = lsp.ok(
+        "slipway.list",
+        json!({ "root": repo, "x": serde_json::from_str::<Value>(&nested).expect("json") }),
+    );
+    assert!(answer["worktrees"].is_array(), "{answer}");
+    let exit = lsp.shutdown_and_exit(Duration::from_secs(5));
+    assert_eq!(exit.and_then(|e| e.code()), Some(0), "{}", lsp.stderr());
+}
+
+/// LSP's lifecycle holds for every request, the ones the front door answers
+/// itself (`slipway.status`) too: -32002 before `initialize` is answered,
+/// -32600 after `shutdown`, each with its `data.kind`; `exit` still ends the
+/// process cleanly.
+#[test]
+fn every_request_waits_for_initialize_and_none_is_served_after_shutdown() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical");
+    let mut lsp = Lsp::spawn(&env, &repo);
+    let commands = [
+        ("slipway.status", json!({ "path": repo })),
+        ("slipway.list", json!({ "root": repo })),
+        ("slipway.branches", json!({ "root": repo })),
+    ];
+    // Each refusal names what to do: `initialize` first, or nothing but `exit`.
+    let check_refused = |lsp: &mut Lsp, code: i64, want: &str, names: &str| {
+        for (command, arg) in &commands {
+            let error = lsp.err(command, arg.clone());
+            assert_eq!(error["code"], code, "{command}: {error}");
+            assert_eq!(kind(&error), want, "{command}: {error}");
+            assert!(
+                error["message"].as_str().is_some_and(|m| m.contains(names)),
+                "{command}: the message names `{names}`: {error}"
+            );
+        }
+        let answer = lsp.request("slipway/noSuchMethod", json!({}));
+        assert_eq!(answer["error"]["code"], code, "an unknown method: {answer}");
+    };
+    check_refused(&mut lsp, -32002, "serverNotInitialized", "`initialize`");
+    let answer = lsp.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": null, "capabilities": {} }),
+    );
+    assert!(answer["result"]["capabilities"].is_object(), "{answer}");
+    lsp.notify("initialized", json!({}));
+    let status = lsp.ok("slipway.status", json!({ "path": repo }));
+    assert_eq!(status["inWorktree"], false, "{status}");
+    let answer = lsp.request("shutdown", Value::Null);
+    assert_eq!(answer["result"], Value::Null, "{answer}");
+    assert!(answer.get("error").is_none(), "{answer}");
+    check_refused(&mut lsp, -32600, "serverShutDown", "`exit`");
+    let answer = lsp.request("shutdown", Value::Null);
+    assert_eq!(
+        kind(&answer["error"]),
+        "serverShutDown",
+        "a second shutdown: {answer}"
+    );
+    lsp.notify("exit", Value::Null);
+    let exit = lsp.wait_exit(Duration::from_secs(30));
+    assert_eq!(exit.and_then(|e| e.code()), Some(0), "{}", lsp.stderr());
 }
 
 /// Valid JSON that is not a JSON-RPC 2.0 message tower-lsp-server can read:

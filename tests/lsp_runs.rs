@@ -9,13 +9,13 @@ use crate::common;
 use crate::common::lsp;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use lsp::*;
 use serde_json::{Value, json};
 
-const FINISH: Duration = Duration::from_secs(30);
+const FINISH: Duration = EVENT_DEADLINE;
 
 fn canon(p: &Path) -> PathBuf {
     p.canonicalize()
@@ -56,6 +56,15 @@ fn wait_for_file(path: &Path, timeout: Duration) {
     );
 }
 
+/// A `slipway/status` push that shows run `id` running.
+fn shows_running(id: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |p: &Value| {
+        status_runs(p)
+            .iter()
+            .any(|r| r["runId"] == id && r["state"] == "running")
+    }
+}
+
 fn progress_kind(r: &Received) -> Option<&str> {
     (r.msg["method"] == "$/progress").then(|| r.msg["params"]["value"]["kind"].as_str())?
 }
@@ -65,16 +74,20 @@ fn a_run_answers_at_once_then_reports_progress_and_finishes_with_its_commits() {
     let env = TestEnv::new();
     let repo = canon(&env.new_repo("repo"));
     let before = env.rev(&repo, "main");
+    // The agent waits between its commits until the test has the answer to
+    // slipway.run: an answer that waited for the run would never come.
+    let gate = Gate::new(&env, "answered");
     let agent = env.script(
         "two-commits",
         &format!(
-            "echo 'agent starting'\n{}sleep 2\n{}echo 'agent done'\n",
+            "{}echo 'agent starting'\n{}{}{}echo 'agent done'\n",
+            gate.open_line(),
             commit_line("one"),
+            gate.wait_line(),
             commit_line("two")
         ),
     );
     let mut lsp = Lsp::start(&env, Some(&repo), true);
-    let sent = Instant::now();
     let reply = lsp.request_received(
         "workspace/executeCommand",
         json!({
@@ -85,18 +98,14 @@ fn a_run_answers_at_once_then_reports_progress_and_finishes_with_its_commits() {
             }],
         }),
     );
-    let latency = sent.elapsed();
     let answer = into_result(reply.msg.clone())
         .unwrap_or_else(|e| panic!("slipway.run failed: {e}\n{}", lsp.stderr()));
     let run_id = run_id_of(&answer);
     assert!(
-        latency < Duration::from_millis(1500),
-        "slipway.run must answer at once, not after the run ({latency:?})"
-    );
-    assert!(
         lsp.all_with("slipway/runFinished", |_| true).is_empty(),
         "no runFinished before the reply"
     );
+    gate.go();
 
     let finished = lsp.expect_notification(
         "slipway/runFinished",
@@ -129,8 +138,9 @@ fn a_run_answers_at_once_then_reports_progress_and_finishes_with_its_commits() {
         "{params}"
     );
 
-    // Progress: create, begin, reports (phases, iteration), end, then runFinished.
-    lsp.collect_for(Duration::from_millis(1200));
+    // Progress: create, begin, reports (phases, iteration), end, then
+    // runFinished; nothing more about the run once the loop has run again.
+    lsp.barrier(&repo);
     let history = lsp.history().to_vec();
     let creates: Vec<&Received> = history
         .iter()
@@ -214,11 +224,11 @@ fn cancel_stops_a_stalling_run_and_kills_the_agent() {
     let repo = canon(&env.new_repo("repo"));
     let head = env.rev(&repo, "HEAD");
     let pid_file = env.path().join("agent.pid");
-    let child_pid_file = env.path().join("sleep.pid");
+    let child_pid_file = env.path().join("child.pid");
     let agent = env.script(
         "stall",
         &format!(
-            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\necho 'agent started, now stalling'\nsleep 300 &\necho $! > '{}.tmp' && mv '{1}.tmp' '{1}'\nwait\n",
+            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\necho 'agent started, now stalling'\nsleep 300 &\necho $! > '{}.tmp' && mv '{1}.tmp' '{1}'\nwait\n", // allow-sleep: the agent's child stalls until the test cancels the run
             pid_file.display(),
             child_pid_file.display()
         ),
@@ -232,7 +242,7 @@ fn cancel_stops_a_stalling_run_and_kills_the_agent() {
         }),
     );
     let run_id = run_id_of(&answer);
-    wait_for_file(&child_pid_file, Duration::from_secs(20));
+    wait_for_file(&child_pid_file, EVENT_DEADLINE);
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .expect("pid")
         .trim()
@@ -245,14 +255,9 @@ fn cancel_stops_a_stalling_run_and_kills_the_agent() {
         .expect("pid number");
     assert!(pid_alive(pid) && pid_alive(child), "the agent is running");
 
-    let sent = Instant::now();
     let cancelled = lsp.request_received(
         "workspace/executeCommand",
         json!({ "command": "slipway.cancel", "arguments": [{ "runId": run_id }] }),
-    );
-    assert!(
-        sent.elapsed() < Duration::from_secs(3),
-        "cancel answers at once"
     );
     let reply = into_result(cancelled.msg.clone()).unwrap_or_else(|e| panic!("cancel: {e}"));
     assert_eq!(reply["runId"], run_id.as_str());
@@ -261,9 +266,10 @@ fn cancel_stops_a_stalling_run_and_kills_the_agent() {
     let finished = lsp.expect_notification(
         "slipway/runFinished",
         finished_for(&run_id),
-        Duration::from_secs(20),
+        EVENT_DEADLINE,
         "the cancelled run",
     );
+    // Cancel answers at once: before the run it stops has ended.
     assert!(finished.seq > cancelled.seq);
     assert_eq!(
         finished.msg["params"]["status"], "cancelled",
@@ -271,11 +277,11 @@ fn cancel_stops_a_stalling_run_and_kills_the_agent() {
         finished.msg
     );
     assert!(
-        wait_until(Duration::from_secs(5), || !pid_alive(pid)),
+        wait_until(EVENT_DEADLINE, || !pid_alive(pid)),
         "the agent ({pid}) is dead after cancel"
     );
     assert!(
-        wait_until(Duration::from_secs(5), || !pid_alive(child)),
+        wait_until(EVENT_DEADLINE, || !pid_alive(child)),
         "the agent's child ({child}) is dead after cancel: the whole tree is killed"
     );
     assert!(
@@ -294,7 +300,7 @@ fn cancelling_the_progress_in_the_editor_cancels_the_run() {
     let agent = env.script(
         "stall",
         &format!(
-            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\necho 'stalling'\nexec sleep 300\n",
+            "echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\necho 'stalling'\nexec sleep 300\n", // allow-sleep: the agent stalls until the editor cancels the run
             pid_file.display()
         ),
     );
@@ -310,14 +316,14 @@ fn cancelling_the_progress_in_the_editor_cancels_the_run() {
     let begin = lsp.expect_notification(
         "$/progress",
         |p| p["value"]["kind"] == "begin",
-        Duration::from_secs(20),
+        EVENT_DEADLINE,
         "the run's progress",
     );
     assert_eq!(
         begin.msg["params"]["value"]["cancellable"], true,
         "the progress offers cancel"
     );
-    wait_for_file(&pid_file, Duration::from_secs(20));
+    wait_for_file(&pid_file, EVENT_DEADLINE);
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .expect("pid")
         .trim()
@@ -330,7 +336,7 @@ fn cancelling_the_progress_in_the_editor_cancels_the_run() {
     let finished = lsp.expect_notification(
         "slipway/runFinished",
         finished_for(&run_id),
-        Duration::from_secs(20),
+        EVENT_DEADLINE,
         "the run cancelled from the progress UI",
     );
     assert_eq!(
@@ -339,7 +345,7 @@ fn cancelling_the_progress_in_the_editor_cancels_the_run() {
         finished.msg
     );
     assert!(
-        wait_until(Duration::from_secs(5), || !pid_alive(pid)),
+        wait_until(EVENT_DEADLINE, || !pid_alive(pid)),
         "the agent ({pid}) is dead"
     );
 }
@@ -401,10 +407,17 @@ fn handoff_runs_on_an_existing_worktree_and_keeps_the_users_uncommitted_file() {
 fn the_sidecar_answers_while_a_run_streams_output() {
     let env = TestEnv::new();
     let repo = canon(&env.new_repo("repo"));
+    // Four rounds: the agent prints a burst of 500 lines when the test says
+    // go, and the test asks while it streams. The agent ends only after the
+    // last answer, so an answer held back until the run's end never comes.
+    let gate = Gate::new(&env, "rounds");
     let agent = env.script(
         "chatty",
         &format!(
-            "i=0\nwhile [ $i -lt 30 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.1; done\n{}",
+            "{}for round in 1 2 3 4; do\n{}i=0; while [ $i -lt 500 ]; do echo \"round $round line $i\"; i=$((i+1)); done\ndone\n{}{}",
+            gate.open_line(),
+            gate.wait_line(),
+            gate.wait_line(),
             commit_line("chatty")
         ),
     );
@@ -419,27 +432,22 @@ fn the_sidecar_answers_while_a_run_streams_output() {
     let run_id = run_id_of(&answer);
     let mut answered = Vec::new();
     for _ in 0..4 {
-        std::thread::sleep(Duration::from_millis(300));
+        gate.go();
         for (command, arg) in [
             ("slipway.status", json!({ "path": repo })),
             ("slipway.branches", json!({ "root": repo })),
         ] {
-            let sent = Instant::now();
             let reply = lsp.request_received(
                 "workspace/executeCommand",
                 json!({ "command": command, "arguments": [arg] }),
             );
-            let took = sent.elapsed();
             let result = into_result(reply.msg.clone())
                 .unwrap_or_else(|e| panic!("{command} failed during a run: {e}"));
             assert!(result.is_object(), "{result}");
-            assert!(
-                took < Duration::from_secs(2),
-                "{command} took {took:?} during a run"
-            );
             answered.push((command, reply.seq));
         }
     }
+    gate.go();
     let finished = lsp.expect_notification(
         "slipway/runFinished",
         finished_for(&run_id),
@@ -461,12 +469,16 @@ fn a_new_sidecar_re_attaches_to_a_run_started_by_one_that_was_killed() {
     let repo = canon(&env.new_repo("repo"));
     let before = env.rev(&repo, "main");
     let marker = env.path().join("first-commit-done");
+    // The second commit waits until the new sidecar has picked the run up.
+    let gate = Gate::new(&env, "reattached");
     let agent = env.script(
         "slow-two-commits",
         &format!(
-            "{}touch '{}'\nsleep 4\n{}",
+            "{}{}touch '{}'\n{}{}",
+            gate.open_line(),
             commit_line("one"),
             marker.display(),
+            gate.wait_line(),
             commit_line("two")
         ),
     );
@@ -479,7 +491,7 @@ fn a_new_sidecar_re_attaches_to_a_run_started_by_one_that_was_killed() {
         }),
     );
     let run_id = run_id_of(&answer);
-    wait_for_file(&marker, Duration::from_secs(20));
+    wait_for_file(&marker, EVENT_DEADLINE);
     first.kill();
     let rec = record(&repo, &run_id).expect("run record");
     assert_eq!(
@@ -490,12 +502,8 @@ fn a_new_sidecar_re_attaches_to_a_run_started_by_one_that_was_killed() {
     let mut second = Lsp::start(&env, Some(&repo), true);
     second.expect_notification(
         "slipway/status",
-        |p| {
-            status_runs(p)
-                .iter()
-                .any(|r| r["runId"] == run_id.as_str() && r["state"] == "running")
-        },
-        Duration::from_secs(3),
+        shows_running(&run_id),
+        EVENT_DEADLINE,
         "the new sidecar shows the run as running",
     );
     let list = second.ok("slipway.list", json!({ "root": repo }));
@@ -509,9 +517,10 @@ fn a_new_sidecar_re_attaches_to_a_run_started_by_one_that_was_killed() {
     second.expect_notification(
         "window/workDoneProgress/create",
         |_| true,
-        Duration::from_secs(3),
+        EVENT_DEADLINE,
         "progress for the re-attached run",
     );
+    gate.go();
     let finished = second.expect_notification(
         "slipway/runFinished",
         finished_for(&run_id),
@@ -696,15 +705,19 @@ fn every_editor_on_the_repository_hears_how_a_run_ends() {
     let env = TestEnv::new();
     let repo = canon(&env.new_repo("repo"));
     let before = env.rev(&repo, "main");
+    // The agent commits once both editors show the run as running.
+    let gate = Gate::new(&env, "both-watch");
     let agent = env.script(
         "slow-commit",
-        &format!("sleep 1\n{}", commit_line("both-hear")),
+        &format!(
+            "{}{}{}",
+            gate.open_line(),
+            gate.wait_line(),
+            commit_line("both-hear")
+        ),
     );
     let mut starter = Lsp::start(&env, Some(&repo), true);
     let mut watcher = Lsp::start(&env, Some(&repo), true);
-    // Both are up and watching before the run starts.
-    starter.ok("slipway.status", json!({ "path": repo }));
-    watcher.ok("slipway.status", json!({ "path": repo }));
     let answer = starter.ok(
         "slipway.run",
         json!({
@@ -713,6 +726,15 @@ fn every_editor_on_the_repository_hears_how_a_run_ends() {
         }),
     );
     let run_id = run_id_of(&answer);
+    for (who, lsp) in [("starter", &mut starter), ("watcher", &mut watcher)] {
+        lsp.expect_notification(
+            "slipway/status",
+            shows_running(&run_id),
+            EVENT_DEADLINE,
+            &format!("the {who} shows the run running"),
+        );
+    }
+    gate.go();
     let mine = starter.expect_notification(
         "slipway/runFinished",
         finished_for(&run_id),
@@ -738,8 +760,9 @@ fn every_editor_on_the_repository_hears_how_a_run_ends() {
         .iter()
         .any(|r| progress_kind(r) == Some("end") && r.msg["params"]["token"] == token);
     assert!(ended, "the starter's progress ended");
-    starter.collect_for(Duration::from_millis(1500));
-    watcher.collect_for(Duration::from_millis(300));
+    // Once each loop has run again, each has said it once.
+    starter.barrier(&repo);
+    watcher.barrier(&repo);
     for (who, lsp) in [("starter", &mut starter), ("watcher", &mut watcher)] {
         assert_eq!(
             lsp.all_with("slipway/runFinished", finished_for(&run_id))
@@ -752,8 +775,10 @@ fn every_editor_on_the_repository_hears_how_a_run_ends() {
         !repo.join(format!(".slipway/runs/{run_id}.news")).exists(),
         "editors heard it: nothing is left for the next one"
     );
+    // A sidecar started right after the run ended (within the same second,
+    // as the barriers above make likely) must not take it for its own.
     let mut later = Lsp::start(&env, Some(&repo), true);
-    later.collect_for(Duration::from_secs(2));
+    later.barrier(&repo);
     assert!(
         later.all_with("slipway/runFinished", |_| true).is_empty(),
         "a sidecar started after the run ended, while others heard it, does not report it"

@@ -22,6 +22,7 @@ mod docker_sandbox;
 mod edges_agree;
 mod every_git_file_is_checked;
 mod host_git_runs_no_repo_programs;
+mod host_writes_are_all_or_nothing;
 mod import_checks_every_object;
 mod lsp_bad_input;
 mod lsp_commands;

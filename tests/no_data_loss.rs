@@ -214,31 +214,121 @@ fn host_changes_in_the_way_abort_the_merge_and_keep_everything() {
     );
 }
 
+/// Every file of a worktree but its `.git`, with its bytes (a symlink: its target).
+fn worktree_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("read").flatten() {
+            let path = entry.path();
+            if path == dir.join(".git") {
+                continue;
+            }
+            let meta = path.symlink_metadata().expect("meta");
+            if meta.is_dir() {
+                todo.push(path);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).expect("link");
+                out.push((path, target.into_os_string().into_encoded_bytes()));
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let mut bytes = std::fs::read(&path).expect("read");
+                bytes.extend(meta.permissions().mode().to_le_bytes());
+                out.push((path, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Each kind of uncommitted change git status shows, alone in a worktree of
+/// its own: close preserves it (and says so the same way twice), and the
+/// change is there afterwards exactly: status, staged and unstaged diffs, and
+/// every file's bytes and mode. (An ignored file is no change to git status,
+/// so it does not keep a worktree: see the README on close.)
 #[test]
 fn closing_a_dirty_worktree_keeps_every_kind_of_change() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     env.commit_file(&repo, "tracked.txt", "v1\n", "add tracked");
-    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "wip"]);
-    let path = Path::new(s(&created, "path")).to_path_buf();
-    std::fs::write(path.join("untracked.txt"), "new\n").expect("write");
-    std::fs::write(path.join("tracked.txt"), "v2 unstaged\n").expect("write");
-    std::fs::write(path.join("staged.txt"), "staged\n").expect("write");
-    env.git(&path, &["add", "staged.txt"]);
-    let porcelain = env.porcelain(&path);
-    let closed = env.slipway_json_code(&repo, &["worktree", "close", "wip"], 3);
-    assert_eq!(closed["outcome"], "preserved");
-    let again = env.slipway_json_code(&repo, &["worktree", "close", "wip"], 3);
-    assert_eq!(closed, again, "closing again gives the same answer");
-    assert_eq!(
-        env.porcelain(&path),
-        porcelain,
-        "every change is still there"
-    );
-    assert_eq!(
-        std::fs::read_to_string(path.join("tracked.txt")).expect("read"),
-        "v2 unstaged\n"
-    );
+    env.commit_file(&repo, "other.txt", "other\n", "add other");
+    type Change = fn(&TestEnv, &Path);
+    let kinds: [(&str, Change); 12] = [
+        ("an untracked file", |_, wt| {
+            std::fs::write(wt.join("untracked.txt"), "new\n").expect("write")
+        }),
+        ("an untracked file in a new folder", |_, wt| {
+            std::fs::create_dir_all(wt.join("new/deeper")).expect("mkdir");
+            std::fs::write(wt.join("new/deeper/file.txt"), "new\n").expect("write");
+        }),
+        ("an unstaged edit", |_, wt| {
+            std::fs::write(wt.join("tracked.txt"), "v2 unstaged\n").expect("write")
+        }),
+        ("a staged edit", |env, wt| {
+            std::fs::write(wt.join("tracked.txt"), "v2 staged\n").expect("write");
+            env.git(wt, &["add", "tracked.txt"]);
+        }),
+        ("a staged edit edited again", |env, wt| {
+            std::fs::write(wt.join("tracked.txt"), "v2 staged\n").expect("write");
+            env.git(wt, &["add", "tracked.txt"]);
+            std::fs::write(wt.join("tracked.txt"), "v3 on top\n").expect("write");
+        }),
+        ("a staged new file", |env, wt| {
+            std::fs::write(wt.join("staged.txt"), "staged\n").expect("write");
+            env.git(wt, &["add", "staged.txt"]);
+        }),
+        ("an intent to add", |env, wt| {
+            std::fs::write(wt.join("intent.txt"), "intent\n").expect("write");
+            env.git(wt, &["add", "-N", "intent.txt"]);
+        }),
+        ("an unstaged deletion", |_, wt| {
+            std::fs::remove_file(wt.join("tracked.txt")).expect("rm")
+        }),
+        ("a staged deletion", |env, wt| {
+            env.git(wt, &["rm", "-q", "tracked.txt"]);
+        }),
+        ("a staged rename", |env, wt| {
+            env.git(wt, &["mv", "tracked.txt", "renamed.txt"]);
+        }),
+        ("a mode change", |_, wt| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                wt.join("tracked.txt"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .expect("chmod");
+        }),
+        ("a file turned into a symlink", |_, wt| {
+            std::fs::remove_file(wt.join("tracked.txt")).expect("rm");
+            std::os::unix::fs::symlink("other.txt", wt.join("tracked.txt")).expect("symlink");
+        }),
+    ];
+    for (n, (what, change)) in kinds.iter().enumerate() {
+        let branch = format!("wip/{n}");
+        let created = env.slipway_json(&repo, &["worktree", "create", "--branch", &branch]);
+        let path = Path::new(s(&created, "path")).to_path_buf();
+        change(&env, &path);
+        let seen = |env: &TestEnv| {
+            (
+                env.porcelain(&path),
+                env.git(&path, &["diff", "--cached", "--binary"]),
+                env.git(&path, &["diff", "--binary"]),
+                worktree_files(&path),
+            )
+        };
+        let before = seen(&env);
+        assert!(!before.0.is_empty(), "{what}: git status shows a change");
+        let closed = env.slipway_json_code(&repo, &["worktree", "close", &branch], 3);
+        assert_eq!(closed["outcome"], "preserved", "{what}: {closed}");
+        assert!(
+            !s(&closed, "reason").is_empty(),
+            "{what}: the answer says why: {closed}"
+        );
+        let again = env.slipway_json_code(&repo, &["worktree", "close", &branch], 3);
+        assert_eq!(closed, again, "{what}: closing again gives the same answer");
+        assert_eq!(seen(&env), before, "{what}: the change is kept exactly");
+    }
 }
 
 #[test]
@@ -302,7 +392,7 @@ fn an_idle_timeout_names_the_preserved_worktree_and_keeps_its_work() {
     let repo = env.new_repo("repo");
     let stalls = env.script(
         "stalls",
-        "set -e\necho 'draft' > draft.txt\necho one > one.txt\ngit add one.txt\ngit commit -qm 'first step'\necho 'thinking...'\nsleep 60\n",
+        "set -e\necho 'draft' > draft.txt\necho one > one.txt\ngit add one.txt\ngit commit -qm 'first step'\necho 'thinking...'\nsleep 60\n", // allow-sleep: the agent stalls until the idle timeout ends it
     );
     let (result, err) = env.slipway_fail(
         &repo,

@@ -2,24 +2,13 @@
 //! grace (checked by pid), and nothing keeps running after a run.
 
 use crate::common;
+use crate::common::lsp::{pid_alive, wait_until};
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use common::*;
 
-fn alive(pid: i32) -> bool {
-    // A zombie still answers kill(0); read its state instead.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-fn read_pids(file: &Path) -> Vec<i32> {
+fn read_pids(file: &Path) -> Vec<u32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
         .split_whitespace()
@@ -27,30 +16,35 @@ fn read_pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-fn wait_dead(pids: &[i32]) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let survivors: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+/// The three pids the agent recorded (itself, its child, its grandchild).
+fn recorded_tree(file: &Path) -> Vec<u32> {
+    let pids = read_pids(file);
+    assert_eq!(pids.len(), 3, "the agent recorded its tree: {pids:?}");
+    pids
+}
+
+fn wait_dead(pids: &[u32]) {
+    let dead = wait_until(EVENT_DEADLINE, || !pids.iter().any(|p| pid_alive(*p)));
+    let survivors: Vec<u32> = pids.iter().copied().filter(|p| pid_alive(*p)).collect();
     assert!(
-        survivors.is_empty(),
+        dead,
         "processes of the agent's tree still alive: {survivors:?}"
     );
 }
 
-/// An agent that starts a grandchild and a background child, records every pid, then `tail`.
+/// An agent that starts a background child holding a grandchild, records the
+/// three pids before it goes on (the grandchild's comes back through a fifo),
+/// then `tail`.
 fn tree_agent(env: &TestEnv, pids: &Path, tail: &str) -> PathBuf {
-    env.script(
-        "tree",
-        &format!(
-            "echo $$ >> '{p}'\n\
-             sh -c 'echo $$ >> \"{p}\"; sleep 300' &\n\
-             (sleep 300 & echo $! >> '{p}'; wait) &\n\
-             echo started\n{tail}\n",
-            p = pids.display()
-        ),
-    )
+    let p = pids.display();
+    let script = [
+        format!("echo $$ >> '{p}'\nmkfifo '{p}.fifo'\n"),
+        format!("(sleep 300 & echo $! > '{p}.fifo'; wait) &\n"), // allow-sleep: the grandchild stalls until the run ends the tree
+        format!("echo $! >> '{p}'\nread grandchild < '{p}.fifo'; echo $grandchild >> '{p}'\n"),
+        format!("echo started\n{tail}\n"),
+    ]
+    .concat();
+    env.script("tree", &script)
 }
 
 #[test]
@@ -58,8 +52,7 @@ fn idle_timeout_kills_the_whole_tree() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let pids = env.path().join("pids");
-    let agent = tree_agent(&env, &pids, "sleep 300");
-    let started = Instant::now();
+    let agent = tree_agent(&env, &pids, "sleep 300"); // allow-sleep: the agent stalls until the idle timeout ends it
     let (result, err) = env.slipway_fail(
         &repo,
         &[
@@ -77,11 +70,9 @@ fn idle_timeout_kills_the_whole_tree() {
         s(&err, "message").contains("idle"),
         "the error names the timeout: {err}"
     );
+    // Had the timeout not fired, the agent would have ended on its own: completed.
     assert_eq!(result["status"], "timedOut");
-    assert!(started.elapsed() < Duration::from_secs(30));
-    let pids = read_pids(&pids);
-    assert_eq!(pids.len(), 3, "the agent recorded its tree");
-    wait_dead(&pids);
+    wait_dead(&recorded_tree(&pids));
 }
 
 #[test]
@@ -89,7 +80,7 @@ fn completion_grace_ends_the_iteration_successfully_and_kills_the_tree() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let pids = env.path().join("pids");
-    let agent = tree_agent(&env, &pids, "echo '<promise>COMPLETE</promise>'\nsleep 300");
+    let agent = tree_agent(&env, &pids, "echo '<promise>COMPLETE</promise>'\nsleep 300"); // allow-sleep: the agent stalls after its signal until the grace period ends it
     let result = env.slipway_json(
         &repo,
         &[
@@ -106,7 +97,7 @@ fn completion_grace_ends_the_iteration_successfully_and_kills_the_tree() {
     );
     assert_eq!(result["status"], "completed");
     assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>");
-    wait_dead(&read_pids(&pids));
+    wait_dead(&recorded_tree(&pids));
 }
 
 #[test]
@@ -126,7 +117,7 @@ fn background_children_do_not_outlive_a_finished_iteration() {
         ],
     );
     assert_eq!(result["status"], "completed");
-    wait_dead(&read_pids(&pids));
+    wait_dead(&recorded_tree(&pids));
 }
 
 #[test]
@@ -134,7 +125,7 @@ fn cancel_by_signal_kills_the_tree_and_reports_cancelled() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
     let pids = env.path().join("pids");
-    let agent = tree_agent(&env, &pids, "echo 'wip' > wip.txt\nsleep 300");
+    let agent = tree_agent(&env, &pids, "echo 'wip' > wip.txt\nsleep 300"); // allow-sleep: the agent stalls until the test cancels it
     let child = env
         .slipway_cmd(&repo)
         .args([
@@ -149,11 +140,14 @@ fn cancel_by_signal_kills_the_tree_and_reports_cancelled() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn slipway");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while read_pids(&pids).len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
+    // Cancel once the work the run must keep is on disk.
+    let worktrees = repo.join(".slipway/worktrees");
+    assert!(
+        wait_until(EVENT_DEADLINE, || std::fs::read_dir(&worktrees)
+            .map(|d| d.flatten().any(|e| e.path().join("wip.txt").exists()))
+            .unwrap_or(false)),
+        "the agent never wrote its work"
+    );
     // SAFETY: signalling the child we spawned.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
@@ -168,5 +162,5 @@ fn cancel_by_signal_kills_the_tree_and_reports_cancelled() {
         preserved.join("wip.txt").exists(),
         "the cancelled run's work is kept"
     );
-    wait_dead(&read_pids(&pids));
+    wait_dead(&recorded_tree(&pids));
 }

@@ -263,11 +263,11 @@ fn a_record_that_names_another_folder_is_neither_closed_nor_discarded() {
     );
 }
 
-/// A `sleep` with SIGTERM blocked, so a SIGTERM sent to it stays pending
+/// A `sleep` with SIGTERM blocked, so a SIGTERM sent to it stays pending (allow-sleep: a bystander that stalls on purpose)
 /// where `/proc/<pid>/status` shows it.
 fn bystander() -> std::process::Child {
     use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new("sleep");
+    let mut cmd = std::process::Command::new("sleep"); // allow-sleep: the bystander stalls until the test kills it
     cmd.arg("600");
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
@@ -279,7 +279,7 @@ fn bystander() -> std::process::Child {
             Ok(())
         });
     }
-    cmd.spawn().expect("sleep starts")
+    cmd.spawn().expect("sleep starts") // allow-sleep: the bystander stalls until the test kills it
 }
 
 fn got_sigterm(pid: u32) -> bool {
@@ -377,7 +377,7 @@ fn a_sandbox_record_naming_a_container_slipway_did_not_make_removes_nothing() {
         "--name",
         &name,
         TEST_IMAGE,
-        "sleep",
+        "sleep", // allow-sleep: a container that stalls until the test removes it
         "600",
     ]);
     let lookalike = docker(&[
@@ -394,7 +394,7 @@ fn a_sandbox_record_naming_a_container_slipway_did_not_make_removes_nothing() {
         "--label",
         &format!("slipway.run={sandbox_id}"),
         TEST_IMAGE,
-        "sleep",
+        "sleep", // allow-sleep: a container that stalls until the test removes it
         "600",
     ]);
     let record_file = repo

@@ -83,7 +83,12 @@ impl World {
         State {
             branches: self.env.local_branches(&self.repo),
             head: self.env.rev(&self.repo, "HEAD"),
-            worktrees: names_in(&self.repo.join(".slipway/worktrees")),
+            // `.trash` is where a closed worktree's files wait for the
+            // background deletion: slipway's housekeeping, not a worktree.
+            worktrees: names_in(&self.repo.join(".slipway/worktrees"))
+                .into_iter()
+                .filter(|n| n != ".trash")
+                .collect(),
             runs: names_in(&self.repo.join(".slipway/runs")),
             porcelain: self.env.porcelain(&self.repo),
         }

@@ -314,7 +314,7 @@ fn start_printing_run(
 ) -> String {
     let agent = env.script(
         &format!("print-{branch}"),
-        &format!("for i in $(seq 1 {lines}); do echo \"printed $i\"; sleep 0.25; done\n"),
+        &format!("for i in $(seq 1 {lines}); do echo \"printed $i\"; sleep 0.25; done\n"), // allow-sleep: the agent prints over time so a follower sees the log grow
     );
     let answer = lsp.ok(
         "slipway.run",
@@ -338,8 +338,19 @@ fn runs_and_log_return_a_real_runs_data_and_follow_delivers_appended_text() {
         Duration::from_secs(30),
         "the first run's end",
     );
-    // The next run starts in a later second: newest first is by start time.
-    std::thread::sleep(Duration::from_millis(1100));
+    // The next run starts in a later second: newest first is by start time
+    // (in seconds), so wait for the clock to pass the first run's.
+    let first_started = lsp.ok("slipway.runs", json!({ "root": repo }))["runs"][0]["startedAt"]
+        .as_u64()
+        .expect("startedAt");
+    assert!(
+        wait_until(EVENT_DEADLINE, || std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs()
+            > first_started),
+        "the clock stands still"
+    );
     let run_id = start_printing_run(&mut lsp, &env, &repo, "second", 8);
     let answer = lsp.ok("slipway.log", json!({ "runId": run_id, "follow": true }));
     let mut text = s(&answer, "text").to_owned();
@@ -432,6 +443,13 @@ fn host_state(repo: &Path) -> (String, Vec<u8>, BTreeMap<String, Vec<u8>>, bool)
         .current_dir(repo)
         .output()
         .expect("git");
+    // A failed listing would read as "no refs" on both sides.
+    assert!(
+        refs.status.success(),
+        "git for-each-ref failed in {}: {}",
+        repo.display(),
+        String::from_utf8_lossy(&refs.stderr)
+    );
     let index = std::fs::read(repo.join(".git/index")).expect("index");
     let mut files = BTreeMap::new();
     let mut stack = vec![repo.to_path_buf()];

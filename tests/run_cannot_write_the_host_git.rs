@@ -62,11 +62,20 @@ impl World {
         format!("touch {}/{name}", self.sentinels.display())
     }
 
+    /// Runs `script` as the agent. As its last step the agent clears the
+    /// marks its own git left (a host process runs what it plants itself; in
+    /// a container the sentinels' folder does not exist): every mark found
+    /// after the run was left by something that ran once the agent was done,
+    /// slipway's import, merge or close among them.
     fn run(&self, sandbox: Sandbox, extra: &[&str], script: &str) -> (bool, Value, String) {
+        let script = format!(
+            "( {script}\n); status=$?; rm -f '{}'/*; exit $status",
+            self.sentinels.display()
+        );
         let mut args = vec!["--json", "run"];
         args.extend(sandbox.args());
         args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", "sh", "-c", script]);
+        args.extend_from_slice(&["--", "sh", "-c", &script]);
         self.env.run_result(&self.repo, &args)
     }
 
@@ -209,6 +218,11 @@ impl Before {
             !log.contains(SECRET),
             "a host file's content reached the agent:\n{log}"
         );
+        let marks = marks(world);
+        assert!(
+            marks.is_empty(),
+            "programs the agent planted ran after it was done (slipway's import, merge or close ran them): {marks:?}"
+        );
         user_git_runs_nothing(world, repo);
         if let Some(kept) = kept {
             user_git_runs_nothing(world, kept);
@@ -216,15 +230,18 @@ impl Before {
     }
 }
 
+/// The marks planted programs left so far.
+fn marks(world: &World) -> Vec<String> {
+    std::fs::read_dir(&world.sentinels)
+        .expect("sentinels")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// The user's own `git status`, `git log` and `git commit` in `dir`, after
 /// which no planted program may have left a mark.
 fn user_git_runs_nothing(world: &World, dir: &Path) {
-    for entry in std::fs::read_dir(&world.sentinels)
-        .expect("sentinels")
-        .flatten()
-    {
-        std::fs::remove_file(entry.path()).expect("clear a mark the agent's own git left");
-    }
     let env = &world.env;
     for args in [
         &["status"][..],
@@ -236,11 +253,7 @@ fn user_git_runs_nothing(world: &World, dir: &Path) {
         // Whatever git answers, only what it ran matters here.
         let _ = env.git_output(dir, args);
     }
-    let marks: Vec<String> = std::fs::read_dir(&world.sentinels)
-        .expect("sentinels")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
+    let marks = marks(world);
     assert!(
         marks.is_empty(),
         "the user's git in {} ran programs the agent planted: {marks:?}",
@@ -606,16 +619,42 @@ fn a_stray_process_left_in_a_long_lived_sandbox_moves_nothing_on_the_host() {
     );
     let id = s(&sandbox, "id").to_owned();
     let before = Before::take(&world);
-    let script = "set -e\necho a > a.txt; git add a.txt; git commit -qm a\n\
-                  setsid sh -c 'sleep 2; git update-ref refs/heads/main HEAD; git tag evil; \
-                  echo b > b.txt; git add b.txt; git commit -qm stray' </dev/null >/dev/null 2>&1 &\n";
+    // The stray acts once the run is over and imported: when the test says
+    // go (a file in the container's /tmp), then says it is done.
+    let wait_for_go = "until [ -e /tmp/go ]; do sleep 0.05; done"; // allow-sleep: the stray polls for the test's go signal
+    let script = format!(
+        "set -e\necho a > a.txt; git add a.txt; git commit -qm a\n\
+         setsid sh -c '{wait_for_go}; \
+         git update-ref refs/heads/main HEAD; git tag evil; \
+         echo b > b.txt; git add b.txt; git commit -qm stray; echo stray-done > /tmp/done' \
+         </dev/null >/dev/null 2>&1 &\n"
+    );
     let result = env.slipway_json(
         repo,
-        &["run", "--in-sandbox", &id, "--", "sh", "-c", script],
+        &["run", "--in-sandbox", &id, "--", "sh", "-c", &script],
     );
     let first = commit_shas(&result);
     assert_eq!(first.len(), 1);
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    let stray = env.slipway(
+        repo,
+        &[
+            "sandbox",
+            "exec",
+            &id,
+            "--",
+            "timeout",
+            "60",
+            "sh",
+            "-c",
+            "touch /tmp/go; until [ -e /tmp/done ]; do sleep 0.05; done; cat /tmp/done", // allow-sleep: polls for the stray's own end
+        ],
+    );
+    assert!(
+        stray.status.success() && String::from_utf8_lossy(&stray.stdout).contains("stray-done"),
+        "the stray did not finish its writes within 60 s: {}{}",
+        String::from_utf8_lossy(&stray.stdout),
+        String::from_utf8_lossy(&stray.stderr)
+    );
     assert_eq!(
         env.rev(repo, "long"),
         first[0],

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use common::*;
 
+use crate::common::lsp;
+
 fn agent_arg(p: &Path) -> &str {
     p.to_str().expect("utf8 path")
 }
@@ -270,7 +272,7 @@ fn hooks_run_in_order_before_the_agent_and_a_failing_hook_fails_the_run() {
             "--branch",
             "h3",
             "--on-sandbox-ready",
-            "sleep 30",
+            "sleep 30", // allow-sleep: a hook that stalls until its timeout ends it
             "--hook-timeout",
             "1",
             "--",
@@ -278,7 +280,7 @@ fn hooks_run_in_order_before_the_agent_and_a_failing_hook_fails_the_run() {
         ],
     );
     assert_eq!(err["kind"], "hookTimeout");
-    assert!(s(&err, "message").contains("sleep 30"));
+    assert!(s(&err, "message").contains("sleep 30")); // allow-sleep: the hook's text in the error, not a wait
 }
 
 #[test]
@@ -367,9 +369,16 @@ fn bad_run_arguments_are_clear_errors() {
 fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");
+    // The agent prints two lines, then waits until the follower has shown
+    // them; the rest can only reach the follower by following.
+    let gate = Gate::new(&env, "followed");
     let agent = env.script(
         "slow-lines",
-        "for i in 1 2 3 4 5; do echo \"line $i\"; sleep 0.2; done\n",
+        &format!(
+            "{}echo 'line 1'; echo 'line 2'\n{}for i in 3 4 5; do echo \"line $i\"; done\n",
+            gate.open_line(),
+            gate.wait_line()
+        ),
     );
     let run = env
         .slipway_cmd(&repo)
@@ -389,13 +398,40 @@ fn the_cli_lists_runs_and_follows_a_log_until_the_run_ends() {
         .expect("spawn run");
     // Wait for the run to exist, then follow it to the end.
     let record = repo.join(".slipway/runs/run-1-f0110f.json");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !record.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(
+        lsp::wait_until(EVENT_DEADLINE, || record.exists()),
+        "the run never started"
+    );
+    let mut follower = env
+        .slipway_cmd(&repo)
+        .args(["logs", "run-1-f0110f", "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the follower");
+    let (lines, got) = std::sync::mpsc::channel();
+    let stdout = follower.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut text = String::new();
+    while !text.contains("line 2") {
+        let line = got
+            .recv_timeout(EVENT_DEADLINE)
+            .unwrap_or_else(|e| panic!("the follower showed no more ({e}) after:\n{text}"));
+        text.push_str(&line);
+        text.push('\n');
     }
-    let followed = env.slipway(&repo, &["logs", "run-1-f0110f", "--follow"]);
-    assert!(followed.status.success());
-    let text = String::from_utf8_lossy(&followed.stdout);
+    gate.go();
+    text.extend(got.iter().map(|l| l + "\n"));
+    assert!(follower.wait().expect("wait").success());
     for i in 1..=5 {
         assert!(
             text.contains(&format!("line {i}")),

@@ -8,20 +8,21 @@
 
 use crate::common;
 
+use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::lsp;
 
 /// The agent: says it started, waits for the gate, then writes what `work`
 /// says and commits it. The gate files live in the worktree (the only host
 /// path a container sees) and are removed before the commit.
 fn gated_agent(work: &str) -> String {
+    let wait_for_go = "while [ ! -e .go ]; do sleep 0.05; done"; // allow-sleep: the agent polls for the test's gate file (a file, so a container sees it too)
     format!(
         "set -e\n\
          touch .started\n\
-         while [ ! -e .go ]; do sleep 0.05; done\n\
+         {wait_for_go}\n\
          rm -f .started .go\n\
          {work}\n\
          git commit -qm 'agent: work'\n"
@@ -62,19 +63,20 @@ impl GatedRun {
             .spawn()
             .expect("slipway run starts");
         let mut child = child;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !worktree.join(".started").exists() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let out = child.wait_with_output().expect("run output");
-                panic!(
-                    "the run ended ({status}) before its agent started:\n{}\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            assert!(Instant::now() < deadline, "the agent never started");
-            std::thread::sleep(Duration::from_millis(50));
+        let mut ended = None;
+        let started = lsp::wait_until(EVENT_DEADLINE, || {
+            ended = child.try_wait().ok().flatten();
+            ended.is_some() || worktree.join(".started").exists()
+        });
+        if let Some(status) = ended {
+            let out = child.wait_with_output().expect("run output");
+            panic!(
+                "the run ended ({status}) before its agent started:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
+        assert!(started, "the agent never started");
         GatedRun { child, worktree }
     }
 

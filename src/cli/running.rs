@@ -161,23 +161,28 @@ pub fn run_cli(
         }
     });
     let outcome = runtime.block_on(async {
-        let watcher = control.clone();
-        tokio::spawn(async move {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(s) => s,
-                    Err(_) => return,
-                };
-            // The first request stops the agent; a second one also stops
-            // waiting for an isolated sandbox's work to come back.
-            loop {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {},
-                    _ = term.recv() => {},
+        // Listening before the run starts: a stop request that came while the
+        // watcher task had not run yet would end the process by its default
+        // action, with no result written (the sidecar's cancel is a SIGTERM).
+        use tokio::signal::unix::{SignalKind, signal};
+        let stops = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        );
+        if let (Ok(mut term), Ok(mut int)) = stops {
+            let watcher = control.clone();
+            tokio::spawn(async move {
+                // The first request stops the agent; a second one also stops
+                // waiting for an isolated sandbox's work to come back.
+                loop {
+                    tokio::select! {
+                        _ = int.recv() => {},
+                        _ = term.recv() => {},
+                    }
+                    watcher.stop();
                 }
-                watcher.stop();
-            }
-        });
+            });
+        }
         run::run(host, request, control.clone(), events).await
     });
     if let Some(pb) = spinner {

@@ -5,6 +5,7 @@
 //! that are not a frame are skipped up to the next `Content-Length` header, a
 //! header block that cannot be used is reported and skipped, and a frame whose
 //! length is too long is cut at the next header instead of waiting forever.
+//! Header lines may end in a bare LF instead of CR LF, as some clients write them.
 //! Every byte is looked at a bounded number of times, however the input arrives
 //! (a 50 MB body in 64 KiB reads must not be rescanned on each read).
 
@@ -66,8 +67,8 @@ impl FrameReader {
                     return Some(Item::Body(out));
                 }
                 // A length that is too long must not swallow the frames after it:
-                // a raw CR LF cannot be inside a JSON string, so a header line in
-                // the body's bytes is the next frame.
+                // a raw line feed cannot be inside a JSON string, so a header line
+                // in the body's bytes is the next frame.
                 let from = self.searched.max(body);
                 if let Some(at) = next_header_block(&self.buf, body, from) {
                     self.consume_to(at);
@@ -75,8 +76,7 @@ impl FrameReader {
                         "Content-Length runs past the next frame".into(),
                     ));
                 }
-                // A CR LF may straddle the next read.
-                self.searched = self.buf.len().saturating_sub(1).max(from);
+                self.searched = self.buf.len().max(from);
                 return None;
             }
             let rest = &self.buf[self.start..];
@@ -111,17 +111,16 @@ impl FrameReader {
             }
             // A header block at `start`: find its end.
             let from = self.searched.max(self.start);
-            let Some(end) = find(
-                &self.buf,
-                from.saturating_sub(3).max(self.start),
-                b"\r\n\r\n",
-            ) else {
-                if self.buf.len() - self.start > MAX_HEADER_BLOCK {
-                    self.consume_to(self.start + HEADER.len());
-                    return Some(Item::Malformed("the header block never ends".into()));
+            let (end, body) = match header_block_end(&self.buf, from) {
+                Ok(found) => found,
+                Err(resume) => {
+                    if self.buf.len() - self.start > MAX_HEADER_BLOCK {
+                        self.consume_to(self.start + HEADER.len());
+                        return Some(Item::Malformed("the header block never ends".into()));
+                    }
+                    self.searched = resume;
+                    return None;
                 }
-                self.searched = self.buf.len();
-                return None;
             };
             let headers = String::from_utf8_lossy(&self.buf[self.start..end]).into_owned();
             let length = headers.lines().find_map(|l| {
@@ -132,17 +131,17 @@ impl FrameReader {
             });
             match length {
                 Some(len) if len <= MAX_BODY => {
-                    self.pending = Some((end + 4, len));
-                    self.searched = end + 4;
+                    self.pending = Some((body, len));
+                    self.searched = body;
                 }
                 Some(len) => {
-                    self.consume_to(end + 4);
+                    self.consume_to(body);
                     return Some(Item::Malformed(format!(
                         "a body of {len} bytes is over the limit of {MAX_BODY}"
                     )));
                 }
                 None => {
-                    self.consume_to(end + 4);
+                    self.consume_to(body);
                     return Some(Item::Malformed(format!(
                         "bad Content-Length in {headers:?}"
                     )));
@@ -184,13 +183,32 @@ fn find_ci(haystack: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     None
 }
 
-/// Where a complete `Content-Length: N` header line ending in a raw CR LF
-/// starts, looking at line ends at or after `from` but never before `floor`.
+/// Where the header block whose unsearched bytes start at `from` ends: at its
+/// first empty line, ended by CR LF or, as some clients send it, by a bare LF.
+/// `Ok((end of the headers, start of the body))`, or `Err(where to search
+/// again)` once more bytes have arrived.
+fn header_block_end(buf: &[u8], from: usize) -> Result<(usize, usize), usize> {
+    let mut at = from;
+    while let Some(p) = memchr::memchr(b'\n', buf.get(at..).unwrap_or_default()) {
+        let lf = at + p;
+        match (buf.get(lf + 1), buf.get(lf + 2)) {
+            (Some(b'\n'), _) => return Ok((lf, lf + 2)),
+            (Some(b'\r'), Some(b'\n')) => return Ok((lf, lf + 3)),
+            // The empty line may straddle the next read.
+            (None, _) | (Some(b'\r'), None) => return Err(lf),
+            _ => at = lf + 1,
+        }
+    }
+    Err(buf.len().max(from))
+}
+
+/// Where a complete `Content-Length: N` header line ending in a raw LF (CR LF
+/// or bare) starts, looking at line ends at or after `from` but never before `floor`.
 fn next_header_block(buf: &[u8], floor: usize, from: usize) -> Option<usize> {
     // A header line is short; look back this far from each line end.
     const LINE: usize = 64;
     let mut at = from;
-    while let Some(line_end) = find(buf, at, b"\r\n") {
+    while let Some(line_end) = find(buf, at, b"\n") {
         let lo = line_end.saturating_sub(LINE).max(floor);
         let mut cand = lo;
         let mut found = None;
@@ -204,7 +222,7 @@ fn next_header_block(buf: &[u8], floor: usize, from: usize) -> Option<usize> {
                 return Some(p);
             }
         }
-        at = line_end + 2;
+        at = line_end + 1;
     }
     None
 }
@@ -271,17 +289,20 @@ mod tests {
     fn a_long_length_does_not_swallow_the_next_frame() {
         let good = r#"{"jsonrpc":"2.0","id":2,"method":"y"}"#;
         let bad = r#"{"jsonrpc":"2.0","id":1}"#;
-        let input = format!(
-            "Content-Length: 999\r\n\r\n{bad}Content-Length: {}\r\n\r\n{good}",
-            good.len()
-        );
-        for chunk in [1, 4, 1000] {
-            let items = read_all(input.as_bytes(), chunk);
-            assert!(
-                matches!(items.first(), Some(Item::Malformed(_))),
-                "chunk {chunk}: {items:?}"
+        // CR LF line ends, and the bare LF ones some clients write.
+        for eol in ["\r\n", "\n"] {
+            let input = format!(
+                "Content-Length: 999{eol}{eol}{bad}Content-Length: {}{eol}{eol}{good}",
+                good.len()
             );
-            assert_eq!(items.last(), Some(&body(good)), "chunk {chunk}: {items:?}");
+            for chunk in [1, 4, 1000] {
+                let items = read_all(input.as_bytes(), chunk);
+                assert!(
+                    matches!(items.first(), Some(Item::Malformed(_))),
+                    "chunk {chunk}: {items:?}"
+                );
+                assert_eq!(items.last(), Some(&body(good)), "chunk {chunk}: {items:?}");
+            }
         }
     }
 
@@ -317,6 +338,25 @@ mod tests {
             good.len()
         );
         assert_eq!(read_all(input.as_bytes(), 1), [body(good)]);
+    }
+
+    #[test]
+    fn lf_only_headers_are_read_like_crlf_ones() {
+        let one = r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#;
+        let two = r#"{"jsonrpc":"2.0","id":2,"method":"y"}"#;
+        let input = format!(
+            "Content-Length: {}\n\n{one}Content-Length: {}\r\n\r\n{two}content-length: {}\nContent-Type: x\n\r\n{one}",
+            one.len(),
+            two.len(),
+            one.len()
+        );
+        for chunk in [1, 2, 3, 1000] {
+            assert_eq!(
+                read_all(input.as_bytes(), chunk),
+                [body(one), body(two), body(one)],
+                "chunk {chunk}"
+            );
+        }
     }
 
     #[test]

@@ -7,8 +7,12 @@
 //!
 //! - a body that is not JSON is answered with a parse error (-32700), and valid
 //!   JSON that is not a JSON-RPC 2.0 message tower-lsp-server can decode (a
-//!   batch, `42`, an id of 1.5 or 2^63, no `jsonrpc`, a numeric method) with an
-//!   invalid-request error (-32600), both with `data.kind`; the session goes on;
+//!   batch, `42`, an id of 1.5 or 2^63, no `jsonrpc`, a numeric method, or one
+//!   nested deeper than `nesting::MAX_DEPTH`, which a JSON parser would give up
+//!   on) with an invalid-request error (-32600), all with `data.kind`; the
+//!   session goes on;
+//! - a request before `initialize` was answered or after `shutdown` is
+//!   refused here (`lifecycle`), whoever would have answered it;
 //! - `slipway.status`, answered from the sidecar's cache, is answered here at
 //!   once, ahead of queued git work;
 //! - everything else goes on to tower-lsp-server unchanged.
@@ -24,6 +28,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc};
 
 use super::framing::{FrameReader, Item, frame};
+use super::lifecycle::Lifecycle;
+use super::nesting;
 use super::protocol::{StatusArgs, parse_args};
 use super::server::status_command;
 use super::state::State;
@@ -136,13 +142,41 @@ fn invalid(id: Value, why: impl Into<String>) -> Route {
     }
 }
 
-fn route(body: &[u8]) -> Route {
+/// A message nested deeper than a JSON parser reads: a request is refused
+/// with its own id, anything else is dropped (nobody waits for an answer).
+fn too_deep(body: &[u8], depth: usize) -> Route {
+    let why = format!(
+        "the message nests arrays and objects {depth} levels deep, more than the {} the server reads",
+        nesting::MAX_DEPTH
+    );
+    let refused = |id: Value| Route::Refuse {
+        id,
+        code: -32600,
+        kind: "nestedTooDeep",
+        why: why.clone(),
+    };
+    // Its top level, with everything below written `null`, parses.
+    let flat = nesting::flatten(body, 1);
+    let Ok(envelope) = serde_json::from_slice::<Envelope>(&flat) else {
+        return refused(Value::Null);
+    };
+    match (envelope.method, envelope.id) {
+        (None, _) => Route::Drop(format!("a response: {why}")),
+        (Some(_), None) => Route::Drop(format!("a notification: {why}")),
+        (Some(_), Some(id)) => refused(valid_id(Some(id)).unwrap_or(Value::Null)),
+    }
+}
+
+fn route(body: &[u8], lifecycle: &Lifecycle) -> Route {
     let parse_error = |why: String| Route::Refuse {
         id: Value::Null,
         code: -32700,
         kind: "parseError",
         why,
     };
+    if let Some(depth) = nesting::deeper_than(body, nesting::MAX_DEPTH) {
+        return too_deep(body, depth);
+    }
     let raw: &RawValue = match serde_json::from_slice(body) {
         Ok(raw) => raw,
         Err(e) => return parse_error(format!("the frame body is not valid JSON ({e})")),
@@ -199,6 +233,16 @@ fn route(body: &[u8]) -> Route {
             format!("the method must be a string, not {}", method.get()),
         );
     };
+    if envelope.id.is_some()
+        && let Err(refusal) = lifecycle.admit(&method, &id)
+    {
+        return Route::Refuse {
+            id,
+            code: refusal.code(),
+            kind: refusal.kind(),
+            why: refusal.why(&method),
+        };
+    }
     if method == "workspace/executeCommand"
         && envelope.id.is_some()
         && let Some(params) = envelope.params
@@ -231,6 +275,7 @@ pub async fn read_client<R, S, W>(
     mut server: S,
     output: Arc<Output<W>>,
     state: Arc<State>,
+    lifecycle: Arc<Lifecycle>,
 ) where
     R: AsyncRead + Unpin,
     S: AsyncWrite + Unpin + Send + 'static,
@@ -268,7 +313,7 @@ pub async fn read_client<R, S, W>(
                     continue;
                 }
             };
-            match route(&body) {
+            match route(&body, &lifecycle) {
                 Route::Forward => {
                     if tx.send(frame(&body)).is_err() {
                         return;
@@ -281,10 +326,10 @@ pub async fn read_client<R, S, W>(
                     why,
                 } => {
                     tracing::warn!("refused a message: {why}");
-                    let what = if code == -32700 {
-                        "parse error"
-                    } else {
-                        "invalid request"
+                    let what = match code {
+                        -32700 => "parse error",
+                        -32002 => "server not initialized",
+                        _ => "invalid request",
                     };
                     let body = error_body(
                         &id,
@@ -325,9 +370,13 @@ pub async fn read_client<R, S, W>(
     }
 }
 
-/// Copies tower-lsp-server's frames to the client, one whole frame at a time.
-pub async fn write_server<R, W>(mut from_server: R, output: Arc<Output<W>>)
-where
+/// Copies tower-lsp-server's frames to the client, one whole frame at a time,
+/// showing each to `lifecycle` first (the answer to `initialize` opens the session).
+pub async fn write_server<R, W>(
+    mut from_server: R,
+    output: Arc<Output<W>>,
+    lifecycle: Arc<Lifecycle>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send,
 {
@@ -341,6 +390,7 @@ where
         while let Some(item) = reader.next_item() {
             match item {
                 Item::Body(body) => {
+                    lifecycle.server_sent(&body);
                     if !output.send(&body).await {
                         return;
                     }
@@ -354,6 +404,18 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn initialized() -> Lifecycle {
+        let life = Lifecycle::new();
+        life.admit("initialize", &json!(0))
+            .expect("first initialize");
+        life.server_sent(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#);
+        life
+    }
+
+    fn route(body: &[u8]) -> Route {
+        super::route(body, &initialized())
+    }
 
     fn refused(body: &str) -> (Value, &'static str) {
         match route(body.as_bytes()) {
@@ -422,5 +484,61 @@ mod tests {
             route(br#"{"jsonrpc":"2.0","id":3,"error":"nope"}"#),
             Route::Drop(_)
         ));
+    }
+
+    #[test]
+    fn a_message_nested_too_deep_is_refused_with_its_id_before_any_parser_sees_it() {
+        let deep = |head: &str| {
+            format!(
+                "{{{head}\"params\":{}{}}}",
+                "[".repeat(200_000),
+                "]".repeat(200_000)
+            )
+        };
+        let request = deep(r#""jsonrpc":"2.0","id":41,"method":"workspace/executeCommand","#);
+        assert_eq!(refused(&request), (json!(41), "nestedTooDeep"));
+        let notification = deep(r#""jsonrpc":"2.0","method":"x","#);
+        assert!(matches!(route(notification.as_bytes()), Route::Drop(_)));
+        let shallow = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}{}}}"#,
+            "[".repeat(nesting::MAX_DEPTH - 1),
+            "]".repeat(nesting::MAX_DEPTH - 1)
+        );
+        assert_eq!(route(shallow.as_bytes()), Route::Forward);
+    }
+
+    #[test]
+    fn requests_before_initialize_and_after_shutdown_are_refused_status_too() {
+        let status = r#"{"jsonrpc":"2.0","id":9,"method":"workspace/executeCommand","params":{"command":"slipway.status","arguments":[{"path":"/"}]}}"#;
+        let life = Lifecycle::new();
+        let kind = |route: Route| match route {
+            Route::Refuse { code, kind, .. } => (code, kind),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            kind(super::route(status.as_bytes(), &life)),
+            (-32002, "serverNotInitialized")
+        );
+        // Notifications are not requests: tower-lsp-server drops them itself.
+        assert_eq!(
+            super::route(
+                br#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
+                &life
+            ),
+            Route::Forward
+        );
+        let life = initialized();
+        assert_eq!(
+            super::route(br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#, &life),
+            Route::Forward
+        );
+        assert_eq!(
+            kind(super::route(status.as_bytes(), &life)),
+            (-32600, "serverShutDown")
+        );
+        assert_eq!(
+            super::route(br#"{"jsonrpc":"2.0","method":"exit"}"#, &life),
+            Route::Forward
+        );
     }
 }

@@ -8,7 +8,9 @@ mod commands;
 mod detach;
 mod framing;
 mod front;
+mod lifecycle;
 mod memory;
+mod nesting;
 pub mod protocol;
 mod server;
 mod state;
@@ -40,6 +42,7 @@ pub fn serve_stdio(log_file: Option<&Path>) -> std::io::Result<()> {
                 )
                 .finish();
         let output = front::Output::new(tokio::io::stdout());
+        let lifecycle = std::sync::Arc::new(lifecycle::Lifecycle::new());
         let (to_server, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, from_server) = tokio::io::duplex(1 << 20);
         tokio::spawn(front::read_client(
@@ -47,8 +50,9 @@ pub fn serve_stdio(log_file: Option<&Path>) -> std::io::Result<()> {
             to_server,
             output.clone(),
             state,
+            lifecycle.clone(),
         ));
-        let writer = tokio::spawn(front::write_server(from_server, output));
+        let writer = tokio::spawn(front::write_server(from_server, output, lifecycle));
         Server::new(server_in, server_out, socket)
             .concurrency_level(32)
             .serve(service)

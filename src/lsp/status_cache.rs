@@ -21,6 +21,18 @@ use slipway_core::worktree::{WorktreeRecord, WorktreeState};
 /// The longest a status is trusted without being read again.
 pub const MAX_AGE: Duration = Duration::from_secs(30);
 
+/// [`MAX_AGE`], or what `SLIPWAY_TEST_STATUS_MAX_AGE_SECS` says: the tests
+/// lengthen it so that a change can only have been seen by the watcher.
+fn max_age() -> Duration {
+    static AGE: std::sync::LazyLock<Duration> = std::sync::LazyLock::new(|| {
+        std::env::var("SLIPWAY_TEST_STATUS_MAX_AGE_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(MAX_AGE, Duration::from_secs)
+    });
+    *AGE
+}
+
 /// More unread events than this means "everything changed".
 const EVENT_BACKLOG: usize = 4096;
 
@@ -132,7 +144,7 @@ impl StatusCache {
         let key = RecordKey::of(record);
         if let Some(entry) = self.entries.get(&record.path)
             && entry.key == key
-            && entry.read_at.elapsed() < MAX_AGE
+            && entry.read_at.elapsed() < max_age()
             && self
                 .watched
                 .get(&record.path)

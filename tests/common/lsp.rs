@@ -21,6 +21,10 @@ use serde_json::{Value, json};
 
 use crate::common::TestEnv;
 
+/// One wait for the next message, after which a deadline is checked again:
+/// it ends as soon as a message arrives.
+const RECV_SLICE: Duration = Duration::from_millis(200); // allow-sleep: a slice of a wait for the next message, ended by its arrival
+
 /// How long a request waits for its answer unless told otherwise.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -187,7 +191,7 @@ pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
         if Instant::now() >= deadline {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50)); // allow-sleep: the poll interval of the one wait-for-a-condition helper
     }
 }
 
@@ -304,7 +308,7 @@ impl Lsp {
             Err(RecvTimeoutError::Disconnected) => {
                 self.closed = true;
                 if timeout > Duration::ZERO {
-                    std::thread::sleep(timeout.min(Duration::from_millis(50)));
+                    std::thread::sleep(timeout.min(Duration::from_millis(50))); // allow-sleep: the output is closed; a caller polling for the exit checks again after this
                 }
                 return false;
             }
@@ -331,14 +335,69 @@ impl Lsp {
         self.pump(Duration::ZERO);
     }
 
-    /// Keeps receiving for `d`.
+    /// Receives until `check` holds (true) or `timeout` passes (false).
+    pub fn wait_until(
+        &mut self,
+        timeout: Duration,
+        mut check: impl FnMut(&mut Lsp) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.drain();
+            if check(self) {
+                return true;
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            self.pump(left.min(RECV_SLICE));
+        }
+    }
+
+    /// Proves the refresh loop ran again after everything received so far: a
+    /// worktree made and closed through this sidecar shows in a status push,
+    /// then leaves it. What the loop had to send about earlier events (a run's
+    /// end, diagnostics) it has sent by then, so "it was said once" or "it was
+    /// never said" can be judged without a window of time.
+    pub fn barrier(&mut self, repo: &Path) {
+        let since = self.history().len();
+        let created = self.ok(
+            "slipway.createWorktree",
+            json!({ "root": repo, "strategy": "merge-to-head" }),
+        );
+        let id = created["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("barrier worktree: {created}"))
+            .to_owned();
+        let shows = |p: &Value| status_worktrees(p).iter().any(|w| w["id"] == id.as_str());
+        self.expect_notification_since(
+            since,
+            "slipway/status",
+            &shows,
+            crate::common::EVENT_DEADLINE,
+            "the barrier worktree in a status push",
+        );
+        let since = self.history().len();
+        let closed = self.ok("slipway.close", json!({ "root": repo, "worktree": id }));
+        assert_eq!(closed["removed"], true, "barrier worktree: {closed}");
+        self.expect_notification_since(
+            since,
+            "slipway/status",
+            |p| !shows(p),
+            crate::common::EVENT_DEADLINE,
+            "a status push without the barrier worktree",
+        );
+    }
+
+    /// Keeps receiving for `d`: a fixed window, kept only for the exactly-once
+    /// test that issue 21 rewrites; everything else waits on events.
     pub fn collect_for(&mut self, d: Duration) {
         let deadline = Instant::now() + d;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             if left.is_zero() {
                 break;
             }
-            self.pump(left.min(Duration::from_millis(100)));
+            self.pump(left.min(RECV_SLICE));
         }
     }
 
@@ -368,7 +427,7 @@ impl Lsp {
                     self.stderr()
                 );
             };
-            if !self.pump(left.min(Duration::from_millis(200))) && self.closed {
+            if !self.pump(left.min(RECV_SLICE)) && self.closed {
                 panic!(
                     "the server closed its stdout before answering request {id}\nserver stderr:\n{}",
                     self.stderr()
@@ -455,7 +514,7 @@ impl Lsp {
             if left.is_zero() {
                 return None;
             }
-            self.pump(left.min(Duration::from_millis(200)));
+            self.pump(left.min(RECV_SLICE));
         }
     }
 
@@ -532,7 +591,7 @@ impl Lsp {
             if Instant::now() >= deadline {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20)); // allow-sleep: the poll interval of a wait for the process's exit
         }
     }
 

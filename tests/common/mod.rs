@@ -276,6 +276,22 @@ impl TestEnv {
         (out.status.success(), result, log)
     }
 
+    /// Runs `slipway ARGS` in `dir` with the crash point `crash`
+    /// (`SLIPWAY_TEST_CRASH`), in a process group of its own as a command
+    /// started from a terminal would be (a `:group` crash kills that group,
+    /// never the test's); whether it was killed, and its output.
+    pub fn crashing(&self, dir: &Path, crash: &str, args: &[&str]) -> (bool, Output) {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let out = self
+            .slipway_cmd(dir)
+            .env("SLIPWAY_TEST_CRASH", crash)
+            .args(args)
+            .process_group(0)
+            .output()
+            .expect("slipway runs");
+        (out.status.signal() == Some(libc::SIGKILL), out)
+    }
+
     /// `git status --porcelain` of `dir`, as git itself reports it.
     pub fn porcelain(&self, dir: &Path) -> String {
         self.git(dir, &["status", "--porcelain", "--untracked-files=all"])
@@ -293,6 +309,98 @@ impl Drop for TestEnv {
             String::from_utf8_lossy(&self.initial_gitconfig),
             "the global git config changed during the test"
         );
+    }
+}
+
+/// How long a test waits for something that must happen (a file, a record
+/// state, a process ending): far longer than it takes on a loaded machine, so
+/// only "it never happens" runs into it.
+pub const EVENT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The live processes (zombies left out) whose process group is `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`: the fields after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && !matches!(fields[0], "Z" | "X") && fields[2] == pgid.to_string() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A fifo an agent script waits on until the test lets it take its next
+/// step: the test decides when the agent goes on, and neither side sleeps.
+/// The agent runs [`Gate::open_line`] first and [`Gate::wait_line`] wherever
+/// it must wait; each [`Gate::go`] lets one wait through.
+pub struct Gate {
+    path: PathBuf,
+    writer: std::cell::RefCell<Option<std::fs::File>>,
+}
+
+impl Gate {
+    /// A new gate in the test's folder.
+    pub fn new(env: &TestEnv, name: &str) -> Gate {
+        let path = env.path().join(format!("{name}.gate"));
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL");
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+        let made = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
+        assert_eq!(
+            made,
+            0,
+            "mkfifo {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+        Gate {
+            path,
+            writer: std::cell::RefCell::new(None),
+        }
+    }
+
+    /// The agent's first shell line: opens the gate on fd 9 (read-write, so
+    /// opening never waits for the test).
+    pub fn open_line(&self) -> String {
+        format!("exec 9<>'{}'\n", self.path.display())
+    }
+
+    /// A shell line that waits for the test's next [`Gate::go`].
+    pub fn wait_line(&self) -> &'static str {
+        "read -r _ <&9\n"
+    }
+
+    /// Lets the agent's next wait through, once the agent has opened the gate.
+    pub fn go(&self) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut writer = self.writer.borrow_mut();
+        if writer.is_none() {
+            // Opening a fifo to write fails (ENXIO) until someone has it open to read.
+            let opened = lsp::wait_until(EVENT_DEADLINE, || {
+                *writer = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&self.path)
+                    .ok();
+                writer.is_some()
+            });
+            assert!(opened, "the agent never opened {}", self.path.display());
+        }
+        writer
+            .as_mut()
+            .expect("opened above")
+            .write_all(b"go\n")
+            .unwrap_or_else(|e| panic!("the agent is gone from {}: {e}", self.path.display()));
     }
 }
 

@@ -498,7 +498,7 @@ fn handle(shared: &Shared, req: &Request, out: &mut TcpStream) -> std::io::Resul
         Script::Answer("ok".into())
     } else {
         let latency = *lock(&shared.latency);
-        std::thread::sleep(latency);
+        std::thread::sleep(latency); // allow-sleep: the scripted model's own answer time, not a wait for an event
         lock(&shared.script).clone()
     };
     match script {
@@ -518,7 +518,7 @@ fn handle(shared: &Shared, req: &Request, out: &mut TcpStream) -> std::io::Resul
         Script::Stall => {
             log(shared, exchange);
             while !shared.stop.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(100));
+                std::thread::sleep(Duration::from_millis(100)); // allow-sleep: a stalled model polls for the test's stop
             }
             Err(std::io::Error::other("stopped while stalling"))
         }

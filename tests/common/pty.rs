@@ -189,7 +189,7 @@ impl Pty {
             if Instant::now() >= deadline {
                 return false;
             }
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(100)); // allow-sleep: the poll interval of a wait for the screen
         }
     }
 

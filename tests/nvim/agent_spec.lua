@@ -5,7 +5,7 @@ H.test('agent opens the interactive command in a terminal in the current worktre
   local repo = H.repo()
   local dir = vim.fs.dirname(repo)
   local marker = dir .. '/marker'
-  local script = H.script(dir .. '/interactive.sh', ('pwd > %q\necho ready\nsleep 30\n'):format(marker))
+  local script = H.script(dir .. '/interactive.sh', ('pwd > %q\necho ready\nsleep 30\n'):format(marker)) -- allow-sleep: the interactive agent stays up while the test looks at its terminal
   vim.g.slipway = vim.tbl_extend('force', vim.g.slipway, { agent = { type = 'command', command = { 'sh', script } } })
   vim.cmd.cd(repo)
   local ok, created = H.slipway('new', { strategy = 'branch', branch = 'agent/interactive', source = 'host_head' })

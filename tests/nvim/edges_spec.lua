@@ -199,7 +199,13 @@ H.test('a handoff does not flag the worktree the user works in as preserved', fu
     local _, w = require('slipway').status(created.path)
     return w and w.dirty and w.runId ~= nil
   end, 'the status after the run')
-  H.sleep(500)
+  -- One more change, seen in a later status push: whatever the sidecar was
+  -- going to say about the run's end (a ⚠, diagnostics) it has said by then.
+  H.write(created.path .. '/later.txt', 'later\n')
+  H.wait(function()
+    local _, w = require('slipway').status(created.path)
+    return w and (w.changedFiles or 0) >= 2
+  end, 'a later status push')
   H.eq(require('slipway').statusline(), '⎇ mine*', 'no ⚠ in the status line')
   H.eq(H.slipway_diagnostics(), {}, 'no dirty-preserved-worktree diagnostics')
   local list = vim.fn.getcompletion('Slipway close ', 'cmdline')
@@ -225,7 +231,7 @@ end)
 H.test('a branch in use names the run holding it, not a pid and an epoch time', function()
   local repo = H.repo()
   vim.cmd.cd(repo)
-  set_agent({ 'sh', '-c', 'sleep 30' })
+  set_agent({ 'sh', '-c', 'sleep 30' }) -- allow-sleep: the first run holds the branch until the test ends
   local ok, first = H.slipway('run', { strategy = 'branch', branch = 'lk', source = 'host_head', prompt = 'p' })
   H.ok(ok, 'first run')
   H.wait(function()

@@ -13,7 +13,7 @@ n=0
 while [ ! -e '%s' ]; do
   n=$((n + 1))
   [ $n -lt 900 ] || exit 1
-  sleep 0.1
+  sleep 0.1 # allow-sleep: the agent polls for the test's gate file
 done
 echo one > one.txt
 git add one.txt
@@ -148,7 +148,7 @@ end)
 H.test('cancel stops a run; the status line clears its running mark', function()
   local repo = H.repo()
   local dir = vim.fs.dirname(repo)
-  set_agent({ 'sh', H.script(dir .. '/stall.sh', 'echo stalling\nsleep 120\n') })
+  set_agent({ 'sh', H.script(dir .. '/stall.sh', 'echo stalling\nsleep 120\n') }) -- allow-sleep: the agent stalls until the test cancels it
   vim.cmd.cd(repo)
   local ok, created = H.slipway('new', { strategy = 'branch', branch = 'stall', source = 'host_head' })
   H.ok(ok, 'created')

@@ -71,12 +71,18 @@ function H.wait(cond, what, ms)
   return value
 end
 
---- Lets events run for `ms`.
----@param ms integer
-function H.sleep(ms)
-  vim.wait(ms, function()
-    return false
-  end, 20)
+--- Waits until every callback scheduled so far has run, and those they
+--- schedule in turn: what earlier events were going to say has been said.
+function H.settle()
+  local done = false
+  vim.schedule(function()
+    vim.schedule(function()
+      done = true
+    end)
+  end)
+  H.wait(function()
+    return done
+  end, 'the event loop to run what was scheduled')
 end
 
 -- Notifications ------------------------------------------------------------
@@ -487,6 +493,9 @@ function H.main(spec)
   local loaded, load_err = xpcall(dofile, debug.traceback, spec)
   if not loaded then
     emit(('FAIL\t%s: loading the spec\t%s'):format(name, (tostring(load_err):gsub('\n', '\\n'))))
+  elseif #tests == 0 then
+    -- A spec that runs nothing proves nothing: that is a failure, not a pass.
+    emit(('FAIL\t%s: the spec defines no test\t'):format(name))
   end
   for _, t in ipairs(tests) do
     reset()

@@ -132,7 +132,7 @@ H.test('log: a buffer that follows a running agent and scrolls when the cursor i
   local repo = H.repo()
   vim.cmd.cd(repo)
   vim.g.slipway = vim.tbl_extend('force', vim.g.slipway, {
-    agent = { type = 'command', command = { 'sh', '-c', 'for i in 1 2 3 4; do echo line$i; sleep 1; done' } },
+    agent = { type = 'command', command = { 'sh', '-c', 'for i in 1 2 3 4; do echo line$i; sleep 1; done' } }, -- allow-sleep: the agent prints over time so the log buffer follows it
   })
   local ok, started =
     H.slipway('run', { strategy = 'branch', branch = 'log/follow', source = 'host_head', prompt = 'p' })

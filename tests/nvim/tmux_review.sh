@@ -33,21 +33,25 @@ vim.g.slipway = { cmd = { '$SLIPWAY_BIN', 'lsp' } }
 LUA
 
 screen() { tmux -S "$socket" capture-pane -p -t "$session"; }
-wait_screen() { # pattern, seconds
+# Waits (60 s at most) until the command "$@" succeeds.
+wait_for() {
   local i
-  for i in $(seq 1 $((${2:-20} * 5))); do
-    screen | grep -qF -- "$1" && return 0
-    sleep 0.2
+  for i in $(seq 1 300); do
+    "$@" && return 0
+    sleep 0.2 # allow-sleep: the poll interval of a wait for the screen or a file
   done
   return 1
 }
+on_screen() { screen | grep -qF -- "$1"; }
+wait_screen() { wait_for on_screen "$1"; }
 
 tmux -S "$socket" new-session -d -s "$session" -x 160 -y 40 \
   "cd '$repo' && exec '$NVIM_BIN' -u '$work/init.lua' -i NONE" || fail "tmux new-session"
-sleep 1
+# Neovim is up once it draws its empty buffer; keys sent from then on reach it.
+wait_screen '~' || fail "Neovim did not start in tmux" "$(screen)"
 tmux -S "$socket" send-keys -t "$session" ':Slipway review tm/one' Enter
 
-if wait_screen 'slipway review tm/one' 30 && wait_screen 'slipway://tm/one@base/README.md' 10; then
+if wait_screen 'slipway review tm/one' && wait_screen 'slipway://tm/one@base/README.md'; then
   s=$(screen)
   ok=1
   printf '%s' "$s" | grep -qF 'README.md|' || ok=0              # the quickfix entry
@@ -63,14 +67,15 @@ else
   check_failed ":Slipway review: no quickfix list and base buffer on the screen" "$(screen)"
 fi
 
-# A two-line message while typing in Insert mode.
+# A two-line message while typing in Insert mode: sent once Insert mode has
+# begun and the typed text is on the screen; it leaves a file when it is sent.
+sent=$work/sent
 tmux -S "$socket" send-keys -t "$session" Escape ':tabnew' Enter
-sleep 0.5
-tmux -S "$socket" send-keys -t "$session" ":lua vim.defer_fn(function() require('slipway.util').notify('sent in insert mode\\nsecond line') end, 1500)" Enter
+tmux -S "$socket" send-keys -t "$session" ":lua vim.api.nvim_create_autocmd('TextChangedI', { once = true, callback = function() vim.schedule(function() require('slipway.util').notify('sent in insert mode\\nsecond line'); vim.fn.writefile({}, '$sent') end) end })" Enter
 tmux -S "$socket" send-keys -t "$session" 'i' 'typing'
-sleep 3
+wait_for test -e "$sent" || check_failed "the message in Insert mode was never sent" "$(screen)"
 tmux -S "$socket" send-keys -t "$session" Escape
-sleep 1
+wait_screen 'slipway: sent in insert mode (:Slipway details)'
 s=$(screen)
 if printf '%s' "$s" | grep -qF 'Press ENTER'; then
   check_failed "a message asked Press ENTER" "$s"

@@ -28,6 +28,16 @@ pub enum Operation {
         /// files to put back. Absent in journals of an older slipway.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         ref_only: bool,
+        /// What names the merge's locks and temporary files; absent in
+        /// journals of an older slipway.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+        /// Every path it writes, with its content before and after.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        writes: Vec<crate::git::host_write::PathWrite>,
+        /// The folders it makes, outermost first.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        made: Vec<String>,
     },
     /// A worktree being made: its record, registration, checkout and copy-in.
     Create {
@@ -40,6 +50,17 @@ pub enum Operation {
     },
     /// A worktree being removed (it was checked clean, or forced).
     Close { id: String, branch: String },
+    /// A worktree and its branch being discarded (the checks passed, or
+    /// forced): recovery finishes both, the branch only while it is still
+    /// at `tip`.
+    Discard {
+        id: String,
+        branch: String,
+        tip: Option<String>,
+        /// What names the branch deletion's lock.
+        #[serde(default)]
+        token: String,
+    },
     /// A run working in a private git dir, from before its agent starts
     /// until its branch is imported: a run that dies leaves its work there,
     /// and recovery imports it (once nothing of the run holds `lock_branch`).
@@ -88,11 +109,33 @@ impl Operation {
         };
         match self {
             Operation::Merge {
-                target, ours, new, ..
+                target,
+                ours,
+                new,
+                token,
+                writes,
+                made,
+                ..
             } => {
                 branch_ref(target)?;
                 oid(ours)?;
-                oid(new)
+                oid(new)?;
+                if let Some(token) = token
+                    && (token.is_empty() || !token.bytes().all(|b| b.is_ascii_hexdigit()))
+                {
+                    return Err(format!("'{token}' is not a token slipway makes"));
+                }
+                for w in writes {
+                    crate::git::host_write::check_path(&w.path, false)
+                        .map_err(|e| e.to_string())?;
+                    for side in [&w.before, &w.after].into_iter().flatten() {
+                        oid(&side.id)?;
+                    }
+                }
+                for folder in made {
+                    crate::git::host_write::check_path(folder, false).map_err(|e| e.to_string())?;
+                }
+                Ok(())
             }
             Operation::Create {
                 id, branch, base, ..
@@ -103,6 +146,21 @@ impl Operation {
             }
             Operation::Close { id, branch } => {
                 validate_branch_name(branch).map_err(|e| e.to_string())?;
+                worktree_of(id, branch)
+            }
+            Operation::Discard {
+                id,
+                branch,
+                tip,
+                token,
+            } => {
+                validate_branch_name(branch).map_err(|e| e.to_string())?;
+                if !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(format!("'{token}' is not a token slipway makes"));
+                }
+                if let Some(tip) = tip {
+                    oid(tip)?;
+                }
                 worktree_of(id, branch)
             }
             Operation::Import {

@@ -362,6 +362,42 @@ impl Dir {
         check(unsafe { libc::symlinkat(t.as_ptr(), parent.fd.as_raw_fd(), c.as_ptr()) }).map(|_| ())
     }
 
+    /// Renames `from` to `to`, both directly in this directory (atomically
+    /// replacing a file or symlink at `to`).
+    pub fn rename_within(&self, from: &std::ffi::OsStr, to: &std::ffi::OsStr) -> io::Result<()> {
+        let (f, t) = (c_name(from)?, c_name(to)?);
+        // SAFETY: `self.fd` is open; both names are valid.
+        check(unsafe {
+            libc::renameat(
+                self.fd.as_raw_fd(),
+                f.as_ptr(),
+                self.fd.as_raw_fd(),
+                t.as_ptr(),
+            )
+        })
+        .map(|_| ())
+    }
+
+    /// Removes the empty folder `name` directly in this directory;
+    /// `Ok(false)` when it is not empty or not there.
+    pub fn remove_empty_dir(&self, name: &std::ffi::OsStr) -> io::Result<bool> {
+        let c = c_name(name)?;
+        // SAFETY: `self.fd` is open and `c` valid.
+        match check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+        {
+            Ok(_) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOTEMPTY | libc::EEXIST | libc::ENOENT | libc::ENOTDIR)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The target of the symlink at `rel`, as written in it.
     pub fn read_link(&self, rel: &Path) -> io::Result<std::path::PathBuf> {
         use std::os::unix::ffi::OsStringExt;

@@ -34,11 +34,25 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
     for entry in found.interrupted {
         let done = match &entry.op {
             // A ref that did not move changed nothing: no file to put back.
-            Operation::Merge { ref_only: true, .. } => Ok(None),
             Operation::Merge {
-                target, ours, new, ..
-            } => recover_merge(host, target, ours, new),
-            Operation::Create { .. } | Operation::Close { .. } => {
+                target,
+                ours,
+                new,
+                ref_only,
+                token,
+                writes,
+                made,
+            } => recover_merge(
+                host,
+                target,
+                ours,
+                new,
+                *ref_only,
+                token.as_deref(),
+                writes,
+                made,
+            ),
+            Operation::Create { .. } | Operation::Close { .. } | Operation::Discard { .. } => {
                 crate::worktree::recover(host, &entry.op)
             }
             Operation::Import { .. } => recover_import(host, &entry.op),
@@ -62,20 +76,49 @@ pub fn recover(host: &HostRepo) -> Vec<String> {
     notes
 }
 
+#[allow(clippy::too_many_arguments)]
 fn recover_merge(
     host: &HostRepo,
     target: &str,
     ours: &str,
     new: &str,
+    ref_only: bool,
+    token: Option<&str>,
+    writes: &[crate::git::host_write::PathWrite],
+    made: &[String],
 ) -> Result<Option<String>, String> {
-    use crate::git::merge::{Recovered, recover};
+    use crate::git::merge::{Interrupted, Recovered, recover};
     let (Ok(ours), Ok(new)) = (git2::Oid::from_str(ours), git2::Oid::from_str(new)) else {
         return Ok(Some("a merge journal named no commits; ignored".into()));
     };
-    match recover(host.git(), target, ours, new).map_err(|e| e.to_string())? {
-        Recovered::Finished | Recovered::LeftAlone => Ok(None),
+    if ref_only {
+        // Only the ref was to move: nothing to put back but its own lock.
+        let notes = token
+            .map(|t| crate::git::host_write::settle_token(host.common_dir(), t))
+            .unwrap_or_default();
+        return Ok((!notes.is_empty()).then(|| notes.join("; ")));
+    }
+    let merge = Interrupted {
+        target,
+        ours,
+        new,
+        token,
+        writes,
+        made,
+    };
+    let (recovered, notes) = recover(host, &merge).map_err(|e| e.to_string())?;
+    let extra = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
+    match recovered {
+        Recovered::Finished | Recovered::LeftAlone if notes.is_empty() => Ok(None),
+        Recovered::Finished | Recovered::LeftAlone => Ok(Some(format!(
+            "an interrupted merge into {target} was settled{extra}"
+        ))),
         Recovered::Undone { left } if left.is_empty() => Ok(Some(format!(
-            "an interrupted merge into {target} was undone: the host is as it was before it"
+            "an interrupted merge into {target} was undone: the host is as it was before it{extra}"
         ))),
         Recovered::Undone { left } => Ok(Some(format!(
             "an interrupted merge into {target} was undone; these files changed since and were left as they are: {}",
@@ -137,6 +180,8 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
     let lock = crate::worktree::lock_branch(host, lock_branch).map_err(|e| {
         format!("the work of run {run_id} is imported once nothing of it runs any more: {e}")
     })?;
+    // Locks and scratch files the run's import held when it died go first.
+    let settled = crate::git::host_write::settle_token(host.common_dir(), run_id);
     let start = start.as_deref().and_then(|s| git2::Oid::from_str(s).ok());
     let dir = PrivateGitDir::open(private_dir, refname);
     let tip = match dir.tip() {
@@ -144,7 +189,7 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
         Err(_) if !private_dir.exists() => None,
         Err(e) => return Err(e.to_string()),
     };
-    let mut note = None;
+    let mut note = (!settled.is_empty()).then(|| settled.join("; "));
     if let Some(tip) = tip.filter(|t| Some(*t) != start) {
         let request = ImportRequest {
             refname,
@@ -175,6 +220,7 @@ fn recover_import(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
                 start,
                 tip,
                 Some(private_dir),
+                run_id,
                 &mut warnings,
             );
         }

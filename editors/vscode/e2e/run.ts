@@ -81,7 +81,7 @@ async function poll<T>(what: string, fn: () => T | undefined | Promise<T | undef
     if (Date.now() > deadline) {
       throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 200)); // allow-sleep: the poll interval of the wait-for-a-condition helper
   }
 }
 
@@ -138,7 +138,7 @@ async function killTree(root: number): Promise<void> {
     }
     const deadline = Date.now() + 3000;
     while (pids.some(alive) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // allow-sleep: the poll interval of a wait for the processes' death
     }
     if (!pids.some(alive)) {
       break;
@@ -199,7 +199,7 @@ async function startCodeServer(
   fs.writeFileSync(path.join(ARTIFACTS, 'code-server.pid'), String(proc.pid));
   let text = '';
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`code-server did not listen in 60 s:\n${text}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`code-server did not listen in 60 s:\n${text}`)), 60_000); // allow-sleep: a deadline for the event, not a wait
     const onData = (chunk: Buffer): void => {
       text += chunk.toString();
       fs.writeSync(out, chunk);
@@ -285,7 +285,9 @@ async function main(): Promise<void> {
   }
   const fx = makeFixture('slipway-vscode-e2e-');
   log(`fixture ${fx.dir}`);
-  const agent = writeCommittingAgent(fx.dir, 2, 'agent.sh', 3);
+  // The agent commits only once the run's progress has been seen in the UI.
+  const agentGate = path.join(fx.dir, 'agent-go');
+  const agent = writeCommittingAgent(fx.dir, 2, 'agent.sh', agentGate);
   const run = path.join(fx.dir, 'code-server');
   const dirs = {
     config: path.join(run, 'config.yaml'),
@@ -365,7 +367,7 @@ async function main(): Promise<void> {
 
   let server: CodeServer | undefined;
   let browser: Browser | undefined;
-  const watchdog = setTimeout(() => {
+  const watchdog = setTimeout(() => { // allow-sleep: a deadline for the whole run, not a wait
     process.stdout.write(`not ok - the end-to-end run finished within ${WATCHDOG_MS / 1000} s\n`);
     failed++;
     void cleanup().then(() => finish(fx, true));
@@ -403,6 +405,11 @@ async function main(): Promise<void> {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, serviceWorkers: 'block' });
     const blocked: string[] = [];
     let allowed = 0;
+    // What the page reached: requests that completed, and WebSockets (which
+    // the route does not see).
+    const reached: string[] = [];
+    context.on('requestfinished', (request) => reached.push(request.url()));
+    context.on('page', (p) => p.on('websocket', (ws) => reached.push(ws.url())));
     await context.route('**/*', (route) => {
       const url = route.request().url();
       if (isLoopback(url)) {
@@ -484,7 +491,7 @@ async function main(): Promise<void> {
       const before = fx.rev('feature/search-ui');
       await runCommand(page, 'slipway: Hand Off to Sandbox');
       await answerInput(page, 'Prompt for the unattended run on feature/search-ui', 'add two files');
-      // The agent sleeps 3 s first: the run's cancellable progress shows meanwhile.
+      // The agent waits at its gate: the run's cancellable progress shows meanwhile.
       const progress = toast(page, 'slipway: agent run');
       await progress.waitFor({ state: 'visible', timeout: 20_000 });
       // The current step follows the agent: its output line, in people's words.
@@ -495,6 +502,7 @@ async function main(): Promise<void> {
       const buttons = await progress.locator('.monaco-button').allInnerTexts();
       assert(buttons.includes('Cancel'), `the progress has no Cancel button: ${JSON.stringify(buttons)}`);
       await shot(page, 'run-progress.png');
+      fs.writeFileSync(agentGate, '');
       const done = toast(page, 'slipway: run completed on feature/search-ui: 2 commits');
       await done.waitFor({ state: 'visible', timeout: 60_000 });
       await shot(page, 'run-finished.png');
@@ -590,6 +598,12 @@ async function main(): Promise<void> {
       // The default button is the safe one: Enter keeps the work.
       await page.keyboard.press('Enter');
       await dialog.waitFor({ state: 'hidden' });
+      // A later round trip through the same client (List Worktrees asks the
+      // sidecar) still lists the worktree: a discard sent on Enter is over by then.
+      await runCommand(page, 'slipway: List Worktrees');
+      const listed = page.locator(QUICK_INPUT).locator('.monaco-list-row', { hasText: 'feature/search-ui' }).first();
+      await listed.waitFor({ state: 'visible', timeout: 20_000 });
+      await page.keyboard.press('Escape');
       assert(fs.existsSync(worktreePath), 'Enter discarded the worktree');
       assert(fx.git(fx.repo, 'branch', '--list', 'feature/search-ui') !== '', 'Enter deleted the branch');
     });
@@ -872,9 +886,12 @@ async function main(): Promise<void> {
       assert(!fs.existsSync(plantedAgent), 'the workspace settings chose the agent program');
     });
 
-    await check('the browser talked to loopback only (every other request aborted)', () => {
+    await check('the browser talked to loopback only (every other request aborted, every request and WebSocket that went through on loopback)', () => {
       log(`aborted requests: ${blocked.length}${blocked.length ? ` (${blocked.slice(0, 5).join(', ')})` : ''}`);
       assert(allowed > 0, 'no request reached code-server through the route');
+      assert(reached.some((u) => u.startsWith('ws')), 'no WebSocket was seen: the check would miss one');
+      const elsewhere = reached.filter((u) => !isLoopback(u));
+      assert(elsewhere.length === 0, `the page reached beyond loopback: ${elsewhere.slice(0, 5).join(', ')}`);
     });
     if (failed > 0) {
       await shot(page, 'failure.png').catch(() => undefined);

@@ -99,8 +99,12 @@ export function makeFixture(prefix = 'slipway-vscode-'): Fixture {
   };
 }
 
-/** Writes an agent script that makes `count` commits, each adding a file, after `delaySecs`. */
-export function writeCommittingAgent(dir: string, count: number, name = 'agent.sh', delaySecs = 0): string {
+/**
+ * Writes an agent script that makes `count` commits, each adding a file; with
+ * `gate`, only once that file exists (the test creates it when it has seen what
+ * it waits for while the run goes on).
+ */
+export function writeCommittingAgent(dir: string, count: number, name = 'agent.sh', gate?: string): string {
   const file = path.join(dir, name);
   fs.writeFileSync(
     file,
@@ -108,7 +112,7 @@ export function writeCommittingAgent(dir: string, count: number, name = 'agent.s
       '#!/bin/sh',
       'set -e',
       'echo "agent got prompt: $SLIPWAY_PROMPT on $SLIPWAY_SOURCE_BRANCH"',
-      ...(delaySecs > 0 ? [`sleep ${delaySecs}`] : []),
+      ...(gate ? [`while [ ! -e '${gate}' ]; do sleep 0.1; done # allow-sleep: the agent polls for the test's gate file`] : []),
       `for i in $(seq 1 ${count}); do`,
       '  echo "change $i" > "agent-$i.txt"',
       '  git add "agent-$i.txt"',

@@ -181,7 +181,11 @@ impl Reader {
 }
 
 /// Filters a blob as checkout would, with attributes from `commit`.
-fn filtered(blob: &git2::Blob<'_>, path: &[u8], commit: Oid) -> Result<Vec<u8>, git2::Error> {
+pub(crate) fn filtered(
+    blob: &git2::Blob<'_>,
+    path: &[u8],
+    commit: Oid,
+) -> Result<Vec<u8>, git2::Error> {
     use git2::Binding;
     use libgit2_sys as raw;
 

@@ -269,7 +269,7 @@ pub fn check_tree(id: Oid, mut data: &[u8]) -> Result<Vec<TreeEntry>, Violation>
 }
 
 /// A tree entry's name by git's rules for what a checkout may create.
-fn check_name(name: &[u8], symlink: bool) -> Result<(), Rule> {
+pub(crate) fn check_name(name: &[u8], symlink: bool) -> Result<(), Rule> {
     use gix_validate::path::component::{Error, Mode};
     let mode = symlink.then_some(Mode::Symlink);
     match gix_validate::path::component(BStr::new(name), mode, NAME_OPTIONS) {

@@ -133,16 +133,20 @@ pub fn land(
         Some(start) => start == request.tip || host.graph_descendant_of(request.tip, start)?,
     };
     let moved_meanwhile = current != request.start;
+    let common = super::canonical(host.commondir());
     if descends && !moved_meanwhile {
         let message = format!("slipway: run {}", request.run_id);
-        let swapped = match request.start {
-            Some(start) => host
-                .reference_matching(request.refname, request.tip, true, start, &message)
-                .map(|_| ()),
-            None => host
-                .reference(request.refname, request.tip, false, &message)
-                .map(|_| ()),
-        };
+        // Under a lock the next command can tell is this run's (its token
+        // is the run id), so a kill here leaves no lock the user's git trips on.
+        let swapped = super::host_write::update_ref(
+            host,
+            &common,
+            request.run_id,
+            request.refname,
+            request.start,
+            Some(request.tip),
+            &message,
+        );
         match swapped {
             Ok(()) => {
                 return Ok(Imported {
@@ -154,12 +158,8 @@ pub fn land(
                 });
             }
             // Lost the race with the user: their value stays.
-            Err(e)
-                if matches!(
-                    e.code(),
-                    git2::ErrorCode::Modified | git2::ErrorCode::Exists
-                ) => {}
-            Err(e) => return Err(e.into()),
+            Err(super::host_write::RefError::Moved { .. }) => {}
+            Err(e) => return Err(git2::Error::from_str(&e.to_string()).into()),
         }
     }
     let reason = if !descends {
@@ -187,6 +187,7 @@ pub fn update_index(
     from: Option<Oid>,
     to: Oid,
     private_index: Option<&Path>,
+    token: &str,
 ) -> Result<usize, git2::Error> {
     let old_tree = match from {
         Some(c) => Some(checkout.find_commit(c)?.tree()?),
@@ -198,42 +199,45 @@ pub fn update_index(
     let diff =
         checkout.diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut diff_options))?;
     let private = private_index.and_then(|p| git2::Index::open(p).ok());
-    let mut index = checkout.index()?;
-    // Read again right before changing it: what the user staged a moment
-    // ago must survive.
-    index.read(true)?;
-    let mut updated = 0;
+    let mut changes: Vec<(std::path::PathBuf, Option<git2::IndexEntry>)> = Vec::new();
     for delta in diff.deltas() {
         let new = delta.new_file();
         let Some(path) = new.path().or_else(|| delta.old_file().path()) else {
             continue;
         };
         if delta.status() == git2::Delta::Deleted {
-            index.remove_path(path)?;
-        } else {
-            let from_private = private
-                .as_ref()
-                .and_then(|p| p.get_path(path, 0))
-                .filter(|e| e.id == new.id() && e.mode == u32::from(new.mode()));
-            let entry = from_private.unwrap_or_else(|| git2::IndexEntry {
-                ctime: git2::IndexTime::new(0, 0),
-                mtime: git2::IndexTime::new(0, 0),
-                dev: 0,
-                ino: 0,
-                mode: u32::from(new.mode()),
-                uid: 0,
-                gid: 0,
-                file_size: 0,
-                id: new.id(),
-                flags: 0,
-                flags_extended: 0,
-                path: path.as_os_str().as_encoded_bytes().to_vec(),
-            });
-            index.add(&entry)?;
+            changes.push((path.to_path_buf(), None));
+            continue;
         }
-        updated += 1;
+        let from_private = private
+            .as_ref()
+            .and_then(|p| p.get_path(path, 0))
+            .filter(|e| e.id == new.id() && e.mode == u32::from(new.mode()));
+        let entry = from_private.unwrap_or_else(|| {
+            super::host_write::index_entry(
+                &path.to_string_lossy(),
+                new.id(),
+                u32::from(new.mode()),
+                None,
+            )
+        });
+        changes.push((path.to_path_buf(), Some(entry)));
     }
-    index.write()?;
+    let updated = changes.len();
+    let common = super::canonical(checkout.commondir());
+    // The index is read under its lock, so what the user staged a moment
+    // ago survives; the lock is one the next command can tell is ours.
+    super::host_write::update_index(&common, token, &checkout.path().join("index"), |index| {
+        for (path, entry) in &changes {
+            let done = match entry {
+                Some(entry) => index.add(entry),
+                None => index.remove_path(path),
+            };
+            done.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })
+    .map_err(|e| git2::Error::from_str(&e.to_string()))?;
     Ok(updated)
 }
 
@@ -256,14 +260,25 @@ fn side_branch(
         None => format!("slipway/run-{}", request.run_id.trim_start_matches("run-")),
     };
     let message = format!("slipway: run {} (kept aside)", request.run_id);
+    let common = super::canonical(host.commondir());
     let mut name = stem.clone();
     for n in 2.. {
-        match host.reference(&format!("refs/heads/{name}"), request.tip, false, &message) {
-            Ok(_) => break,
-            Err(e) if e.code() == git2::ErrorCode::Exists && n < 100 => {
-                name = format!("{stem}-{n}")
-            }
-            Err(e) => return Err(e.into()),
+        let created = super::host_write::update_ref(
+            host,
+            &common,
+            request.run_id,
+            &format!("refs/heads/{name}"),
+            None,
+            Some(request.tip),
+            &message,
+        );
+        match created {
+            Ok(()) => break,
+            // Taken already (or its lock is): the next name.
+            Err(
+                super::host_write::RefError::Moved { .. } | super::host_write::RefError::Lock(_),
+            ) if n < 100 => name = format!("{stem}-{n}"),
+            Err(e) => return Err(git2::Error::from_str(&e.to_string()).into()),
         }
     }
     Ok(SideBranch {

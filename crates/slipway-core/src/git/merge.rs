@@ -22,7 +22,9 @@
 
 use std::time::{Duration, Instant};
 
-use git2::{Oid, Repository, build::CheckoutBuilder};
+use std::path::Path;
+
+use git2::{Oid, Repository};
 use serde::Serialize;
 
 /// What a successful merge did.
@@ -95,6 +97,24 @@ pub enum MergeError {
         cause: String,
         left: Vec<String>,
     },
+    /// The host is in the middle of another git operation, or its index
+    /// has unresolved conflicts: `git merge` would refuse too.
+    #[error(
+        "the host repository is {what}; nothing was merged: finish or abort that first, then land '{branch}' again"
+    )]
+    HostBusy { branch: String, what: String },
+    /// A path the merge would write is one git would refuse to check out.
+    #[error(
+        "merging '{branch}' would write {path:?}, which git refuses to check out ({why}); nothing was changed"
+    )]
+    UnsafePath {
+        branch: String,
+        path: String,
+        why: String,
+    },
+    /// Another git process holds the index or the branch's lock.
+    #[error("{0}")]
+    Locked(String),
     /// The journal could not be written, so the merge did not start.
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
@@ -115,6 +135,10 @@ impl MergeError {
                 crate::error::ErrorKind::MergeConflict
             }
             MergeError::Timeout { .. } => crate::error::ErrorKind::MergeTimeout,
+            MergeError::HostBusy { .. } | MergeError::Locked(_) => {
+                crate::error::ErrorKind::HostRepoBusy
+            }
+            MergeError::UnsafePath { .. } => crate::error::ErrorKind::ImportRefused,
             MergeError::Journal(_) | MergeError::WriteFailed { .. } => crate::error::ErrorKind::Io,
             MergeError::Git(_) => crate::error::ErrorKind::Git,
         }
@@ -139,6 +163,11 @@ pub struct MergePlan {
     /// `target` is the host's checked-out branch: its files and index are
     /// written too. Otherwise only the ref moves.
     pub checkout: bool,
+    /// Each path with what it holds now and what it gets (filled in by
+    /// [`checked`]), journaled before the first write.
+    pub writes: Vec<super::host_write::PathWrite>,
+    /// The folders the write makes, outermost first.
+    pub made: Vec<String>,
 }
 
 /// What merging needs to know besides the repository.
@@ -223,6 +252,8 @@ pub fn plan(
         fast_forward,
         paths: Vec::new(),
         checkout: true,
+        writes: Vec::new(),
+        made: Vec::new(),
     };
     checked(host, plan, &deadline).map(Some)
 }
@@ -238,6 +269,7 @@ pub fn checked(
     if !plan.checkout {
         return Ok(plan);
     }
+    refuse_like_git(host, &plan)?;
     let ours_tree = host.find_commit(plan.ours)?.tree()?;
     let new_tree = host.find_commit(plan.new)?.tree()?;
     let changes = changed_paths_between(host, Some(&ours_tree), &new_tree)?;
@@ -255,7 +287,122 @@ pub fn checked(
         return Err(deadline.error());
     }
     plan.paths = changes.into_iter().map(|c| c.path).collect();
+    plan.writes = planned_writes(host, plan.ours, plan.new, &plan.paths).map_err(|e| match e {
+        super::host_write::PlanError::UnsafePath { path, why } => MergeError::UnsafePath {
+            branch: plan.branch.clone(),
+            path,
+            why,
+        },
+        super::host_write::PlanError::Git(e) => MergeError::Git(e),
+    })?;
+    let root = host
+        .workdir()
+        .ok_or_else(|| git2::Error::from_str("the host has no working tree"))?;
+    plan.made = super::host_write::folders_to_make(root, &plan.writes);
     Ok(plan)
+}
+
+/// What each of `paths` holds in `ours` and gets from `new`.
+fn planned_writes(
+    repo: &Repository,
+    ours: Oid,
+    new: Oid,
+    paths: &[String],
+) -> Result<Vec<super::host_write::PathWrite>, super::host_write::PlanError> {
+    use super::host_write::{PathWrite, content_in};
+    paths
+        .iter()
+        .map(|path| {
+            Ok(PathWrite {
+                path: path.clone(),
+                before: content_in(repo, ours, path)?,
+                after: content_in(repo, new, path)?,
+            })
+        })
+        .collect()
+}
+
+/// Refuses, as `git merge` does, a host in the middle of another git
+/// operation (merge, rebase, cherry-pick, revert, bisect, am), an index with
+/// unresolved conflicts or skipped-worktree (sparse) entries in the way, and,
+/// for a merge that makes a merge commit, any staged change (git's
+/// strategies require the index to match HEAD; a fast-forward only needs the
+/// paths it touches to be clean, as `git merge --ff` does).
+fn refuse_like_git(host: &Repository, plan: &MergePlan) -> Result<(), MergeError> {
+    let busy = |what: &str| MergeError::HostBusy {
+        branch: plan.branch.clone(),
+        what: what.to_owned(),
+    };
+    let gitdir = host.path();
+    let in_progress = [
+        ("MERGE_HEAD", "in the middle of a merge"),
+        ("rebase-merge", "in the middle of a rebase"),
+        ("rebase-apply", "in the middle of a rebase or `git am`"),
+        ("CHERRY_PICK_HEAD", "in the middle of a cherry-pick"),
+        ("REVERT_HEAD", "in the middle of a revert"),
+        ("BISECT_LOG", "in the middle of a bisect"),
+    ];
+    for (file, what) in in_progress {
+        if gitdir.join(file).exists() {
+            return Err(busy(what));
+        }
+    }
+    if host.state() != git2::RepositoryState::Clean {
+        return Err(busy("in the middle of another git operation"));
+    }
+    let mut index = host.index()?;
+    // The handle may be older than what the user staged or committed since.
+    index.read(false)?;
+    if index.has_conflicts() {
+        return Err(busy("holding unresolved conflicts in its index"));
+    }
+    let ours_tree = host.find_commit(plan.ours)?.tree()?;
+    let new_tree = host.find_commit(plan.new)?.tree()?;
+    let mut sparse = Vec::new();
+    for change in changed_paths_between(host, Some(&ours_tree), &new_tree)? {
+        if let Some(entry) = index.get_path(Path::new(&change.path), 0)
+            && entry.flags_extended & SKIP_WORKTREE != 0
+        {
+            sparse.push(change.path);
+        }
+    }
+    if !sparse.is_empty() {
+        return Err(MergeError::HostDirty {
+            branch: plan.branch.clone(),
+            paths: sparse,
+        });
+    }
+    if !plan.fast_forward {
+        let staged = staged_paths(host, &ours_tree, &index)?;
+        if !staged.is_empty() {
+            return Err(MergeError::HostDirty {
+                branch: plan.branch.clone(),
+                paths: staged,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// libgit2's flag for a skip-worktree (sparse checkout) index entry.
+const SKIP_WORKTREE: u16 = 1 << 14;
+
+/// Paths whose index entry differs from the tree (what `git diff --cached` lists).
+fn staged_paths(
+    host: &Repository,
+    tree: &git2::Tree<'_>,
+    index: &git2::Index,
+) -> Result<Vec<String>, git2::Error> {
+    let diff = host.diff_tree_to_index(Some(tree), Some(index), None)?;
+    Ok(diff
+        .deltas()
+        .filter_map(|d| {
+            d.new_file()
+                .path()
+                .or_else(|| d.old_file().path())
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .collect())
 }
 
 /// Merges `request.branch` into the host: plans it, journals the plan, writes
@@ -271,23 +418,29 @@ pub fn merge_into_host(
     apply_journaled(host, &plan)
 }
 
-/// Writes a checked plan (see [`apply`]) under a journal entry, so a merge
-/// killed half way is undone by the next slipway command.
+/// Writes a checked plan (see [`apply`]) under a journal entry naming every
+/// path with its content before and after, so a merge killed half way is
+/// undone by the next slipway command (see [`recover`]).
 pub fn apply_journaled(
     host: &super::HostRepo,
     plan: &MergePlan,
 ) -> Result<MergeOutcome, MergeError> {
+    let token = super::host_write::new_token();
     let journal = crate::journal::Journal::begin(
         &host.slipway_dir(),
-        &format!("merge-{}", crate::util::random_hex(4)),
+        &format!("merge-{token}"),
         &crate::journal::Operation::Merge {
             target: plan.target.clone(),
             ours: plan.ours.to_string(),
             new: plan.new.to_string(),
             ref_only: !plan.checkout,
+            token: Some(token.clone()),
+            writes: plan.writes.clone(),
+            made: plan.made.clone(),
         },
     )?;
-    let outcome = apply(host.git(), plan);
+    crate::testhook::point("hostwrite");
+    let outcome = apply(host, plan, &token);
     // The outcome stands either way (applied, or put back): the journal has
     // nothing left to recover.
     if let Err(e) = journal.finish() {
@@ -360,14 +513,24 @@ fn in_the_way(host: &Repository, changes: &[Change]) -> Result<Vec<String>, git2
     Ok(blocked)
 }
 
-/// Writes a planned merge: the planned paths' files and index entries, then
-/// the branch by compare-and-swap. If the branch moved meanwhile the files
-/// are put back and nothing changed.
-pub fn apply(host: &Repository, plan: &MergePlan) -> Result<MergeOutcome, MergeError> {
+/// Writes a planned merge: under the host index's lock (re-checked there:
+/// what the plan found clean must still be), the planned paths' files and
+/// index entries, then the branch by compare-and-swap. If the branch moved
+/// meanwhile, or a write fails, what was written is put back.
+pub fn apply(
+    host: &super::HostRepo,
+    plan: &MergePlan,
+    token: &str,
+) -> Result<MergeOutcome, MergeError> {
+    use super::host_write::{self, IndexError, RefError};
+    let repo = host.git();
+    let common = host.common_dir();
+    let root = host.root();
+    let index_path = repo.path().join("index");
     if plan.checkout {
         // The user may have switched since the plan was checked: its files
         // would go into the wrong checkout.
-        let now = super::worktrees::head_branch(host);
+        let now = super::worktrees::head_branch(repo);
         let short = plan.target.trim_start_matches("refs/heads/");
         if now.as_deref() != Some(short) {
             return Err(MergeError::HostSwitched {
@@ -376,36 +539,94 @@ pub fn apply(host: &Repository, plan: &MergePlan) -> Result<MergeOutcome, MergeE
                 now: now.unwrap_or_else(|| "a detached HEAD".to_owned()),
             });
         }
-    }
-    let new_tree = host.find_commit(plan.new)?.tree()?;
-    if let Err(failed) = write_paths(host, &new_tree, &plan.paths, true) {
-        // A full disk or a lock mid-way: every planned path was clean a moment
-        // ago (the plan checked), so whatever is there now, a whole file or a
-        // partly written one, is the merge's own and goes back.
-        let left = match put_back(host, plan.ours, plan.new, Written::Now) {
-            Ok(left) => left,
-            Err(undo) => plan.paths.iter().map(|p| format!("{p} ({undo})")).collect(),
-        };
-        return Err(MergeError::WriteFailed {
-            branch: plan.branch.clone(),
-            cause: failed.message().to_owned(),
-            left,
+        let mut write_failure = None;
+        let written = host_write::update_index(common, token, &index_path, |index| {
+            for w in &plan.writes {
+                let entry = index
+                    .get_path(Path::new(&w.path), 0)
+                    .map(|e| (e.id.to_string(), e.mode));
+                if entry != w.before.as_ref().map(|c| (c.id.clone(), c.mode)) {
+                    return Err(format!("{} was staged meanwhile", w.path));
+                }
+            }
+            if let Err(e) =
+                host_write::write_paths(repo, root, token, &plan.writes, plan.new, false)
+            {
+                write_failure = Some(e.to_string());
+                return Err("a write failed".to_owned());
+            }
+            host_write::set_index_entries(index, root, &plan.writes, false, false)
         });
+        match written {
+            Ok(()) => {}
+            Err(e) => {
+                // Whatever is on disk now of the planned paths is this write's
+                // (they were clean a moment ago): it goes back.
+                let left = match host_write::put_back(
+                    repo,
+                    root,
+                    token,
+                    &plan.writes,
+                    &plan.made,
+                    plan.ours,
+                ) {
+                    Ok(left) => left,
+                    Err(undo) => plan
+                        .writes
+                        .iter()
+                        .map(|w| format!("{} ({undo})", w.path))
+                        .collect(),
+                };
+                return Err(match (e, write_failure) {
+                    (_, Some(cause)) => MergeError::WriteFailed {
+                        branch: plan.branch.clone(),
+                        cause,
+                        left,
+                    },
+                    (IndexError::Lock(lock), None) => MergeError::Locked(lock.to_string()),
+                    (IndexError::Refused(why), None) => MergeError::HostDirty {
+                        branch: plan.branch.clone(),
+                        paths: vec![why],
+                    },
+                    (other, None) => MergeError::WriteFailed {
+                        branch: plan.branch.clone(),
+                        cause: other.to_string(),
+                        left,
+                    },
+                });
+            }
+        }
     }
     let message = if plan.fast_forward {
         format!("slipway: fast-forward to {}", plan.branch)
     } else {
         format!("slipway: merge {}", plan.branch)
     };
-    if host
-        .reference_matching(&plan.target, plan.new, true, plan.ours, &message)
-        .is_err()
-    {
-        let old_tree = host.find_commit(plan.ours)?.tree()?;
-        write_paths(host, &old_tree, &plan.paths, false)?;
-        return Err(MergeError::Raced {
-            branch: plan.branch.clone(),
-            target: plan.target.trim_start_matches("refs/heads/").to_owned(),
+    let swapped = host_write::update_ref(
+        repo,
+        common,
+        token,
+        &plan.target,
+        Some(plan.ours),
+        Some(plan.new),
+        &message,
+    );
+    if let Err(e) = swapped {
+        if plan.checkout {
+            undo_written(host, plan, token)?;
+        }
+        return Err(match e {
+            RefError::Moved { .. } => MergeError::Raced {
+                branch: plan.branch.clone(),
+                target: plan.target.trim_start_matches("refs/heads/").to_owned(),
+            },
+            RefError::Lock(lock) => MergeError::Locked(lock.to_string()),
+            RefError::Git(e) => MergeError::Git(e),
+            other => MergeError::WriteFailed {
+                branch: plan.branch.clone(),
+                cause: other.to_string(),
+                left: Vec::new(),
+            },
         });
     }
     Ok(if plan.fast_forward {
@@ -420,26 +641,33 @@ pub fn apply(host: &Repository, plan: &MergePlan) -> Result<MergeOutcome, MergeE
     })
 }
 
-/// Makes exactly `paths` of the checkout (files and index entries) what
-/// `tree` holds; nothing else is touched.
-fn write_paths(
-    host: &Repository,
-    tree: &git2::Tree<'_>,
-    paths: &[String],
-    crash_points: bool,
-) -> Result<(), git2::Error> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    let mut builder = CheckoutBuilder::new();
-    builder.force().disable_pathspec_match(true);
-    for p in paths {
-        builder.path(p);
-    }
-    if crash_points {
-        builder.progress(|_, _, _| crate::testhook::point("merge"));
-    }
-    host.checkout_tree(tree.as_object(), Some(&mut builder))
+/// Puts the files and index entries a write made back (the branch did not move).
+fn undo_written(
+    host: &super::HostRepo,
+    plan: &MergePlan,
+    token: &str,
+) -> Result<Vec<String>, MergeError> {
+    use super::host_write;
+    let (repo, root) = (host.git(), host.root());
+    let left = host_write::put_back(repo, root, token, &plan.writes, &plan.made, plan.ours)
+        .map_err(|e| MergeError::WriteFailed {
+            branch: plan.branch.clone(),
+            cause: e.to_string(),
+            left: Vec::new(),
+        })?;
+    let index_path = repo.path().join("index");
+    host_write::update_index(
+        host.common_dir(),
+        &format!("{token}u"),
+        &index_path,
+        |index| host_write::set_index_entries(index, root, &plan.writes, true, true),
+    )
+    .map_err(|e| MergeError::WriteFailed {
+        branch: plan.branch.clone(),
+        cause: e.to_string(),
+        left: left.clone(),
+    })?;
+    Ok(left)
 }
 
 /// What recovering an interrupted merge did.
@@ -456,139 +684,88 @@ pub enum Recovered {
     LeftAlone,
 }
 
-/// Finishes or undoes a merge of `target` from `ours` to `new` that was
-/// interrupted: when the branch did not move, every planned path whose file
-/// is what the merge wrote (or removed) is put back, together with its index
-/// entry; a file changed since is left as it is and named.
+/// An interrupted merge as its journal names it.
+pub struct Interrupted<'a> {
+    /// The branch it moved (full ref).
+    pub target: &'a str,
+    /// The branch's value before, and the one it was to get.
+    pub ours: Oid,
+    /// The value it was to get.
+    pub new: Oid,
+    /// Its locks' and temporary files' token (`None`: an older slipway's
+    /// journal, which held libgit2's own locks).
+    pub token: Option<&'a str>,
+    /// Every path with its content before and after (empty in an older
+    /// slipway's journal: worked out from the commits).
+    pub writes: &'a [super::host_write::PathWrite],
+    /// The folders it made.
+    pub made: &'a [String],
+}
+
+/// Finishes or undoes a merge that was interrupted: its own locks and
+/// temporary files go; when the branch moved to `new` the merge was
+/// complete, when it did not every planned path that holds what the merge
+/// wrote (or nothing, where it removed a file) gets its prior bytes and
+/// mode back, index entry included, and the folders it made and left empty
+/// go; a path changed since is left as it is and named.
 pub fn recover(
-    host: &Repository,
-    target: &str,
-    ours: Oid,
-    new: Oid,
-) -> Result<Recovered, git2::Error> {
-    let now = host.find_reference(target).ok().and_then(|r| r.target());
-    if now == Some(new) {
-        return Ok(Recovered::Finished);
-    }
-    if now != Some(ours) {
-        return Ok(Recovered::LeftAlone);
-    }
-    let left = put_back(host, ours, new, Written::Earlier)?;
-    Ok(Recovered::Undone { left })
-}
-
-/// When the files being put back were written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    /// By this process, a moment ago: every changed path is the merge's.
-    Now,
-    /// Before a crash: a path that is neither old nor new may be the user's
-    /// since, and is left.
-    Earlier,
-}
-
-/// Puts every path the merge from `ours` to `new` changes back to what `ours`
-/// holds, files and index entries; returns the paths left as they are.
-fn put_back(
-    host: &Repository,
-    ours: Oid,
-    new: Oid,
-    when: Written,
-) -> Result<Vec<String>, git2::Error> {
-    let old_tree = host.find_commit(ours)?.tree()?;
-    let new_tree = host.find_commit(new)?.tree()?;
-    let root = host
-        .workdir()
-        .ok_or_else(|| git2::Error::from_str("the host has no working tree"))?
-        .to_path_buf();
-    let mut restore = Vec::new();
-    let mut left = Vec::new();
-    for change in changed_paths_between(host, Some(&old_tree), &new_tree)? {
-        let path = std::path::Path::new(&change.path);
-        let on_disk = blob_of_file(&root.join(path));
-        let old = old_tree.get_path(path).ok().map(|e| e.id());
-        let written = new_tree.get_path(path).ok().map(|e| e.id());
-        if on_disk == old {
-            continue;
-        }
-        if on_disk == written || when == Written::Now {
-            restore.push(change.path);
-        } else {
-            left.push(change.path);
-        }
-    }
-    // A file the merge added is not in the index yet (libgit2 writes the
-    // index last), so a checkout would take it for the user's: it goes here.
-    let (added, existed): (Vec<String>, Vec<String>) = restore
-        .into_iter()
-        .partition(|p| old_tree.get_path(std::path::Path::new(p)).is_err());
-    for path in &added {
-        let full = root.join(path);
-        if let Err(e) = std::fs::remove_file(&full)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            left.push(format!("{path} ({e})"));
-        }
-    }
-    write_paths(host, &old_tree, &existed, false)?;
-    // The index may have been written before the crash: its entries for
-    // every path the merge changed go back to what the branch holds.
-    let mut index = host.index()?;
-    index.read(true)?;
-    for change in changed_paths_between(host, Some(&old_tree), &new_tree)? {
-        let path = std::path::Path::new(&change.path);
-        match old_tree.get_path(path) {
-            Ok(entry) => {
-                if index.get_path(path, 0).map(|e| e.id) != Some(entry.id()) {
-                    index.add(&tree_entry_to_index(path, &entry))?;
-                }
+    host: &super::HostRepo,
+    merge: &Interrupted<'_>,
+) -> Result<(Recovered, Vec<String>), MergeError> {
+    use super::host_write;
+    let repo = host.git();
+    let mut notes = match merge.token {
+        Some(token) => host_write::settle_token(host.common_dir(), token),
+        None => Vec::new(),
+    };
+    let now = host_write::current_value(repo, merge.target);
+    let token = merge.token.unwrap_or("old");
+    let computed;
+    let writes = if merge.writes.is_empty() {
+        let (old, new) = (
+            repo.find_commit(merge.ours)?.tree()?,
+            repo.find_commit(merge.new)?.tree()?,
+        );
+        let paths: Vec<String> = changed_paths_between(repo, Some(&old), &new)?
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        computed = planned_writes(repo, merge.ours, merge.new, &paths).map_err(|e| {
+            MergeError::WriteFailed {
+                branch: merge.target.to_owned(),
+                cause: e.to_string(),
+                left: Vec::new(),
             }
-            Err(_) => {
-                if index.get_path(path, 0).is_some() {
-                    index.remove_path(path)?;
-                }
-            }
-        }
-    }
-    index.write()?;
-    Ok(left)
-}
-
-/// An index entry for a tree entry, with no stat data (git reads the file
-/// again once and refreshes it).
-fn tree_entry_to_index(path: &std::path::Path, entry: &git2::TreeEntry<'_>) -> git2::IndexEntry {
-    git2::IndexEntry {
-        ctime: git2::IndexTime::new(0, 0),
-        mtime: git2::IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode: entry.filemode() as u32,
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id: entry.id(),
-        flags: 0,
-        flags_extended: 0,
-        path: path.as_os_str().as_encoded_bytes().to_vec(),
-    }
-}
-
-/// The blob id of a working file as it is on disk (a symlink's target for a
-/// symlink), `None` when there is nothing there.
-fn blob_of_file(path: &std::path::Path) -> Option<Oid> {
-    let meta = path.symlink_metadata().ok()?;
-    if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(path).ok()?;
-        Oid::hash_object(
-            git2::ObjectType::Blob,
-            target.as_os_str().as_encoded_bytes(),
-        )
-        .ok()
-    } else if meta.is_file() {
-        Oid::hash_file(git2::ObjectType::Blob, path).ok()
+        })?;
+        &computed[..]
     } else {
-        None
+        merge.writes
+    };
+    let plan = MergePlan {
+        branch: merge.target.trim_start_matches("refs/heads/").to_owned(),
+        target: merge.target.to_owned(),
+        ours: merge.ours,
+        new: merge.new,
+        fast_forward: false,
+        paths: writes.iter().map(|w| w.path.clone()).collect(),
+        checkout: true,
+        writes: writes.to_vec(),
+        made: merge.made.to_vec(),
+    };
+    if now == Some(merge.new) {
+        // Complete; only temporaries a kill between steps left could remain.
+        let left = Vec::new();
+        if let Err(e) = host_write::put_back(repo, host.root(), token, &[], &[], merge.ours) {
+            notes.push(e.to_string());
+        }
+        return Ok((Recovered::Finished, left));
     }
+    if now != Some(merge.ours) {
+        return Ok((Recovered::LeftAlone, notes));
+    }
+    let left = undo_written(host, &plan, token)?;
+    notes.extend(left.iter().cloned());
+    Ok((Recovered::Undone { left }, notes))
 }
 
 /// When a merge must have started changing the host, and what to say if not.

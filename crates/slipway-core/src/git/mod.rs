@@ -15,6 +15,7 @@ pub mod checkout;
 pub mod clone;
 pub mod config_text;
 pub mod fsck;
+pub mod host_write;
 pub mod import;
 pub mod index_file;
 pub mod merge;

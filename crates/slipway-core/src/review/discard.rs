@@ -156,7 +156,9 @@ fn remove(
         Subject::Worktree(record) => *record,
         Subject::KeptBranch(branch) => {
             let full = format!("refs/heads/{branch}");
-            repo.find_reference(&full)?.delete()?;
+            let token = crate::git::host_write::new_token();
+            delete_branch_at(host, &full, tip, &token)
+                .map_err(|e| DiscardError::Git(git2::Error::from_str(&e)))?;
             let outcome = CloseOutcome::Removed {
                 id: branch.clone(),
                 path: std::path::PathBuf::new(),
@@ -171,6 +173,21 @@ fn remove(
     };
     let full = format!("refs/heads/{}", record.branch);
     let branch = record.branch.clone();
+    let token = crate::git::host_write::new_token();
+    // Journaled before anything goes: a discard killed half way (worktree
+    // gone, branch not yet) is finished by the next command.
+    let journal = crate::journal::Journal::begin(
+        &host.slipway_dir(),
+        &format!("discard-{}", record.id),
+        &crate::journal::Operation::Discard {
+            id: record.id.clone(),
+            branch: branch.clone(),
+            tip: tip.map(|t| t.to_string()),
+            token: token.clone(),
+        },
+    )
+    .map_err(|e| DiscardError::Close(CloseError::Io(e.to_string())))?;
+    crate::testhook::point("discard");
     let outcome = close_locked(host, record, force, &lock)?;
     let CloseOutcome::Removed {
         id,
@@ -182,14 +199,15 @@ fn remove(
     else {
         return Ok((outcome, None));
     };
-    let deleted = match repo.find_reference(&full) {
-        Ok(mut reference) => {
-            reference.delete()?;
-            true
-        }
-        // Close deleted a merged temporary branch already.
-        Err(_) => branch_deleted,
+    crate::testhook::point("discard");
+    let deleted = match delete_branch_at(host, &full, tip, &token) {
+        Ok(deleted) => deleted || branch_deleted,
+        Err(e) => return Err(DiscardError::Git(git2::Error::from_str(&e))),
     };
+    crate::testhook::point("discard");
+    if let Err(e) = journal.finish() {
+        tracing::warn!("{e}");
+    }
     let outcome = CloseOutcome::Removed {
         id,
         path,
@@ -207,4 +225,32 @@ fn discarded_tip(branch: &str, tip: Oid) -> String {
     format!(
         "branch '{branch}' was at {tip}, which no other ref holds: `git branch {branch} {tip}` brings it back until git collects its objects"
     )
+}
+
+/// Deletes `full` (a branch) while it is still at `tip`, under a lock the
+/// next command can tell is slipway's; whether it deleted it.
+pub fn delete_branch_at(
+    host: &HostRepo,
+    full: &str,
+    tip: Option<Oid>,
+    token: &str,
+) -> Result<bool, String> {
+    let Some(tip) = tip else {
+        return Ok(false);
+    };
+    match crate::git::host_write::update_ref(
+        host.git(),
+        host.common_dir(),
+        token,
+        full,
+        Some(tip),
+        None,
+        "slipway: discard",
+    ) {
+        Ok(()) => Ok(true),
+        // Gone already (close deleted a merged temporary branch), or moved
+        // by the user since: theirs.
+        Err(crate::git::host_write::RefError::Moved { .. }) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
 }

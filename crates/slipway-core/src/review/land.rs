@@ -346,9 +346,14 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         target: format!("refs/heads/{into}"),
         ours,
         new,
-        fast_forward: kind == LandKind::FastForward,
+        // A rebase moves the target forward to the replayed commits, as
+        // `git merge --ff-only` after `git rebase` would: only the paths it
+        // touches need be clean, as for a fast-forward.
+        fast_forward: matches!(kind, LandKind::FastForward | LandKind::Rebase),
         paths: Vec::new(),
         checkout,
+        writes: Vec::new(),
+        made: Vec::new(),
     };
     let plan = merge::checked(repo, plan, &deadline)?;
     merge::apply_journaled(host, &plan)?;

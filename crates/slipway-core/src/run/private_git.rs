@@ -67,6 +67,8 @@ pub struct RunGit {
     keep: bool,
     /// Held from before the agent starts until the branch is imported.
     journal: Option<crate::journal::Journal>,
+    /// The worktree's `.git` file as it was before [`RunGit::point_checkout`].
+    git_file: std::cell::RefCell<Option<Vec<u8>>>,
 }
 
 /// What the import found and did.
@@ -178,6 +180,7 @@ impl RunGit {
             reach,
             keep,
             journal: None,
+            git_file: std::cell::RefCell::new(None),
         })
     }
 
@@ -255,6 +258,9 @@ impl RunGit {
         if self.reach != Reach::GitFile {
             return Ok(());
         }
+        let original = crate::nofollow::Dir::open(&self.checkout)
+            .and_then(|d| d.read(Path::new(".git"), 4096))?;
+        *self.git_file.borrow_mut() = Some(original);
         let pointer = format!("gitdir: {}\n", self.dir.path().display());
         crate::util::write_atomic(&self.checkout.join(".git"), pointer.as_bytes())
     }
@@ -265,7 +271,11 @@ impl RunGit {
         if self.reach != Reach::GitFile {
             return Ok(());
         }
-        restore_worktree_git_file(&self.checkout, &self.common_dir)
+        match self.git_file.borrow_mut().take() {
+            // Exactly the bytes it had, whatever the run left there.
+            Some(original) => crate::util::write_atomic(&self.checkout.join(".git"), &original),
+            None => restore_worktree_git_file(&self.checkout, &self.common_dir),
+        }
     }
 
     /// The binds of a docker run: the checkout read-write at its own path
@@ -468,6 +478,7 @@ impl RunGit {
                 self.start,
                 tip,
                 Some(self.dir.path()),
+                run_id,
                 &mut report.warnings,
             );
             crate::testhook::point("import");
@@ -515,6 +526,7 @@ pub fn update_checkout_index(
     start: Option<Oid>,
     tip: Oid,
     private_dir: Option<&Path>,
+    token: &str,
     warnings: &mut Vec<String>,
 ) {
     let updated = Repository::open(checkout).and_then(|repo| {
@@ -536,7 +548,7 @@ pub fn update_checkout_index(
                     == Some(crate::nofollow::Kind::File)
             })
             .map(|d| d.join("index"));
-        import::update_index(&repo, start, tip, private_index.as_deref()).map(Some)
+        import::update_index(&repo, start, tip, private_index.as_deref(), token).map(Some)
     });
     match updated {
         Ok(Some(_)) => {}

@@ -66,7 +66,9 @@ pub(super) fn finish_close(host: &HostRepo, id: &str, branch: &str) -> Result<()
 /// create or run on the branch means later). Returns what to tell the user.
 pub fn recover(host: &HostRepo, op: &Operation) -> Result<Option<String>, String> {
     let branch = match op {
-        Operation::Create { branch, .. } | Operation::Close { branch, .. } => branch,
+        Operation::Create { branch, .. }
+        | Operation::Close { branch, .. }
+        | Operation::Discard { branch, .. } => branch,
         Operation::Merge { .. } | Operation::Import { .. } => return Ok(None),
     };
     let lock = match lock_branch(host, branch) {
@@ -97,6 +99,30 @@ fn recover_locked(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
                 "an interrupted close of the worktree for '{branch}' was finished"
             )))
         }
+        Operation::Discard {
+            id,
+            branch,
+            tip,
+            token,
+        } => {
+            // The discard had decided: the worktree and its branch both go;
+            // the lock its branch deletion held goes first.
+            for note in crate::git::host_write::settle_token(host.common_dir(), token) {
+                tracing::warn!("{note}");
+            }
+            finish_close(host, id, branch)?;
+            let tip = tip.as_deref().and_then(|t| git2::Oid::from_str(t).ok());
+            let again = crate::git::host_write::new_token();
+            crate::review::discard::delete_branch_at(
+                host,
+                &format!("refs/heads/{branch}"),
+                tip,
+                &again,
+            )?;
+            Ok(Some(format!(
+                "an interrupted discard of the worktree for '{branch}' was finished"
+            )))
+        }
         Operation::Merge { .. } | Operation::Import { .. } => Ok(None),
     }
 }
@@ -105,7 +131,11 @@ fn recover_locked(host: &HostRepo, op: &Operation) -> Result<Option<String>, Str
 /// already holds that worktree's branch lock.
 pub(super) fn recover_own(host: &HostRepo, id: &str) -> Result<(), String> {
     let slipway_dir = host.slipway_dir();
-    for name in [format!("create-{id}"), format!("close-{id}")] {
+    for name in [
+        format!("create-{id}"),
+        format!("close-{id}"),
+        format!("discard-{id}"),
+    ] {
         if let Some(entry) = journal::interrupted_named(&slipway_dir, &name) {
             recover_locked(host, &entry.op)?;
             entry.journal.finish().map_err(|e| e.to_string())?;

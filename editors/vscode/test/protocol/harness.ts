@@ -113,7 +113,7 @@ export class Session {
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = setTimeout(() => { // allow-sleep: a deadline for the event, not a wait
         this.waiters = this.waiters.filter((w) => w.pred !== pred);
         reject(new Error(`timed out after ${ms} ms waiting for ${what}; stderr:\n${this.stderr.slice(-2000)}`));
       }, ms);
@@ -142,7 +142,7 @@ export class Session {
 
   async stop(): Promise<void> {
     try {
-      await Promise.race([this.conn.sendRequest('shutdown'), new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([this.conn.sendRequest('shutdown'), new Promise((r) => setTimeout(r, 2000))]); // allow-sleep: a deadline for shutdown's answer on the way out
       await this.conn.sendNotification('exit');
     } catch {
       // already gone
@@ -154,7 +154,7 @@ export class Session {
         this.proc.once('exit', () => resolve());
       }
     });
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 3000);
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 3000); // allow-sleep: a deadline for the exit, then a kill
     await exited;
     clearTimeout(timer);
     this.conn.dispose();

@@ -102,7 +102,7 @@ describe('slipway lsp: diff, runs, log, land and discard, as the Slipway view us
   });
 
   it('slipway.log with follow: slipway/log notifications carry the rest until the run ends', async () => {
-    const script = 'for i in 1 2 3 4 5; do echo "line $i"; sleep 0.4; done';
+    const script = 'for i in 1 2 3 4 5; do echo "line $i"; sleep 0.4; done'; // allow-sleep: the agent prints over time so the follow sees the log grow
     const started = await session.api.run({
       root: fx.repo,
       branch: 'feature/chatty',
@@ -148,11 +148,12 @@ describe('slipway lsp: diff, runs, log, land and discard, as the Slipway view us
     assert.match(landedMessage('feature/review', answer), /^slipway: feature\/review landed into main \(/);
   });
 
-  it('slipway.land with a mode the sidecar does not name is a typed error, nothing changed', async () => {
+  it('slipway.land with a mode the sidecar does not name is invalidParams naming it, nothing changed', async () => {
     const main = fx.rev('main');
     await assert.rejects(
       session.api.land({ root: fx.repo, worktree: worktreeId, how: 'octopus' }),
-      (e: unknown) => e instanceof SlipwayError && typeof e.kind === 'string',
+      (e: unknown) =>
+        e instanceof SlipwayError && e.kind === 'invalidParams' && e.code === -32602 && e.message.includes('octopus'),
     );
     assert.equal(fx.rev('main'), main);
   });

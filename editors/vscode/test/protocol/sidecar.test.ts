@@ -195,7 +195,7 @@ describe('slipway lsp, driven through the extension request builders', () => {
       root: fx.repo,
       branch: 'feature/stall',
       source: { policy: 'default' },
-      agent: { type: 'command', command: ['sh', '-c', 'echo stalling; sleep 60'] },
+      agent: { type: 'command', command: ['sh', '-c', 'echo stalling; sleep 60'] }, // allow-sleep: the agent stalls until the test cancels it
     });
     await session.until(
       () => session.progress.some((p) => p.token === progressToken(runId) && /^command started \(pid \d+\)$/.test(p.value.message ?? '')),
