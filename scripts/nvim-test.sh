@@ -181,25 +181,26 @@ for spec in "${specs[@]+"${specs[@]}"}"; do
   fi
 done
 
-# A real Neovim in tmux (tests/nvim/tmux_review.sh): with every spec, or when a word matches "tmux".
-if [ $tmux_wanted = 1 ]; then
+# A real Neovim in tmux (tests/nvim/tmux_*.sh): with every spec, or when a word matches "tmux".
+for tmux_test in tests/nvim/tmux_*.sh; do
+  [ $tmux_wanted = 1 ] || break
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/slipway-nvim-XXXXXX")
   tmp=$(cd "$tmp" && pwd -P)
   out=$(
     hermetic_env "$tmp"
     export TMPDIR=$tmp/work NVIM_BIN SLIPWAY_BIN ROOT
-    timeout 180 bash tests/nvim/tmux_review.sh 2>&1
+    timeout 300 bash "$tmux_test" 2>&1
   )
   code=$?
   printf '%s\n' "$out"
   passed=$((passed + $(printf '%s\n' "$out" | grep -c '^ok - ')))
   failed=$((failed + $(printf '%s\n' "$out" | grep -c '^FAIL - ')))
   if [ $code != 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL - '; then
-    say "FAIL - tmux: the test ended with exit $code"
+    say "FAIL - tmux: $tmux_test ended with exit $code"
     failed=$((failed + 1))
   fi
   rm -rf "$tmp" 2>/dev/null || true
-fi
+done
 
 say "$passed passed, $failed failed"
 if [ $((passed + failed)) = 0 ]; then

@@ -235,3 +235,27 @@ fn resuming_in_docker_hands_the_session_file_into_the_container() {
         "claude: carry on"
     );
 }
+
+#[test]
+fn a_missing_agent_cli_names_the_command_that_installs_it() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    // git and sh, and no agent CLI.
+    let out = env
+        .slipway_cmd(&repo)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["--json", "run", "--agent", "claude-code", "--prompt", "hi"])
+        .output()
+        .expect("slipway runs");
+    assert!(!out.status.success());
+    let e = json_error(&out.stderr).expect("a JSON error");
+    assert_eq!(e["kind"], "agentNotInstalled", "{e}");
+    let message = s(&e, "message");
+    assert!(
+        message.contains("`claude`")
+            && message.contains("npm install -g @anthropic-ai/claude-code"),
+        "{message}"
+    );
+    // Nothing of the run is left: the worktree went with it.
+    assert_eq!(env.local_branches(&repo), ["main"]);
+}

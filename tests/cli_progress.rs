@@ -83,9 +83,25 @@ fn a_run_shows_its_phase_on_a_terminal() {
         &repo,
         &format!("run --strategy branch --branch spun -- {}", agent.display()),
     );
-    assert!(shown.contains("iteration 1/1"), "{shown}");
+    assert!(shown.contains("iteration 1 of 1"), "{shown}");
     assert!(
-        shown.contains("done-working"),
+        shown.contains("  │ done-working"),
         "the agent's output: {shown}"
+    );
+    // The spinner's line follows the agent: its latest output is the step
+    // (a braille spinner frame, then the line), not `command started` throughout.
+    let spun = shown.match_indices(" done-working").any(|(i, _)| {
+        shown[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| ('\u{2800}'..='\u{28ff}').contains(&c))
+    });
+    assert!(
+        spun,
+        "the step line never showed the agent's output: {shown}"
+    );
+    assert!(
+        !shown.contains("agentStarted"),
+        "an event key shown: {shown}"
     );
 }

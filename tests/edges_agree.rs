@@ -569,14 +569,14 @@ fn the_cli_and_the_sidecar_give_the_same_plan_or_the_same_error() {
                 serde_json::from_slice(&out.stdout).expect("the plan is JSON"),
             ))
         } else {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let line = stderr
-                .lines()
-                .rev()
-                .find(|l| l.starts_with("{\"error\""))
-                .unwrap_or_else(|| panic!("{}: no JSON error:\n{stderr}", c.name));
-            let err: Value = serde_json::from_str(line).expect("error JSON");
-            Err(err["error"]["kind"].as_str().unwrap_or_default().to_owned())
+            let err = json_error(&out.stderr).unwrap_or_else(|| {
+                panic!(
+                    "{}: no JSON error:\n{}",
+                    c.name,
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+            Err(err["kind"].as_str().unwrap_or_default().to_owned())
         };
 
         let mut arg = c.lsp.clone();
@@ -690,4 +690,513 @@ fn the_cli_and_the_sidecar_give_the_same_plan_or_the_same_error() {
         (json!(3), json!(7)),
         "{r}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Close, discard, land, review and what to do next: the same request through
+// `slipway … --json` and through the sidecar gives the same decision, the same
+// list of what would be lost and the same actions. Requests that change
+// something go to two copies of one fixture (fixed dates: the same commits
+// get the same ids), one per edge.
+
+/// A repository holding a worktree in each state a review decision turns on.
+fn review_fixture(env: &TestEnv, name: &str) -> PathBuf {
+    let upstream = env.new_repo(&format!("{name}-upstream"));
+    env.git(
+        env.path(),
+        &["clone", "-q", upstream.to_str().expect("utf8"), name],
+    );
+    let repo = env.path().join(name).canonicalize().expect("canonical");
+    let worktree = |branch: &str| -> PathBuf {
+        let created = env.slipway_json(&repo, &["worktree", "create", "--branch", branch]);
+        PathBuf::from(s(&created, "path"))
+    };
+    let two_commits = |wt: &Path, tag: &str| {
+        env.commit_file(wt, &format!("{tag}-a.txt"), "a\n", &format!("{tag}: first"));
+        env.commit_file(
+            wt,
+            &format!("{tag}-b.txt"),
+            "b\n",
+            &format!("{tag}: second"),
+        );
+    };
+    // Work found nowhere else.
+    let wt = worktree("unique");
+    two_commits(&wt, "unique");
+    // The same changes picked onto main (a rebase landed them elsewhere).
+    let wt = worktree("picked");
+    two_commits(&wt, "picked");
+    env.commit_file(
+        &repo,
+        "main.txt",
+        "main moved on\n",
+        "main: before the picks",
+    );
+    env.git(&repo, &["cherry-pick", "picked~1", "picked"]);
+    // A branch the user rebased onto main after main moved on.
+    let wt = worktree("rebased");
+    env.commit_file(&wt, "rebased.txt", "r\n", "rebased: its own change");
+    env.commit_file(&repo, "later.txt", "later\n", "main: later");
+    env.git(&wt, &["rebase", "-q", "main"]);
+    // The whole branch squashed onto main by hand.
+    let wt = worktree("squashed");
+    two_commits(&wt, "squashed");
+    env.git(&repo, &["merge", "-q", "--squash", "squashed"]);
+    env.git(&repo, &["commit", "-q", "-m", "squashed by hand"]);
+    // Also on another branch, and pushed.
+    let wt = worktree("backed-up");
+    two_commits(&wt, "backed");
+    env.git(&repo, &["branch", "backup", "backed-up"]);
+    let wt = worktree("pushed");
+    two_commits(&wt, "pushed");
+    env.git(&wt, &["push", "-q", "origin", "pushed"]);
+    env.git(&repo, &["fetch", "-q", "origin"]);
+    // Uncommitted files and nothing else.
+    let wt = worktree("dirty");
+    std::fs::write(wt.join("draft.txt"), "not committed\n").expect("draft");
+    std::fs::write(wt.join("README.md"), "changed\n").expect("edit");
+    // A branch whose change conflicts with main's.
+    let wt = worktree("conflicting");
+    env.commit_file(&wt, "README.md", "theirs\n", "conflicting: README");
+    env.commit_file(&repo, "README.md", "ours\n", "main: README");
+    // A kept merge-to-head branch (no worktree), as a refused merge back leaves it.
+    let wt = worktree("kept-source");
+    env.commit_file(&wt, "kept.txt", "kept\n", "kept: the agent's work");
+    env.git(&repo, &["branch", "slipway/merge-0badcafe", "kept-source"]);
+    env.slipway_json(&repo, &["discard", "kept-source", "--force"]);
+    repo
+}
+
+/// An answer with the repository's paths written `[REPO]`.
+fn portable(value: &Value, repo: &Path) -> Value {
+    let text = value
+        .to_string()
+        .replace(repo.to_str().expect("utf8"), "[REPO]");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// The answer, or the error as `{kind, actions}`, of `slipway --json ARGS`.
+fn cli_answer(env: &TestEnv, repo: &Path, args: &[&str]) -> Result<Value, Value> {
+    let mut full = vec!["--json"];
+    full.extend_from_slice(args);
+    let out = env.slipway(repo, &full);
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    if stdout.is_object() {
+        return Ok(portable(&stdout, repo));
+    }
+    let e = json_error(&out.stderr).unwrap_or_else(|| {
+        panic!(
+            "{args:?}: neither an answer nor an error:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    Err(json!({ "kind": e["kind"], "actions": e["data"]["actions"] }))
+}
+
+/// The same through the sidecar.
+fn lsp_answer(lsp: &mut Lsp, repo: &Path, command: &str, arg: Value) -> Result<Value, Value> {
+    match lsp.execute(command, arg) {
+        Ok(v) => Ok(portable(&v, repo)),
+        Err(e) => Err(json!({ "kind": kind(&e), "actions": e["data"]["actions"] })),
+    }
+}
+
+/// `(kind, worktree, force)` of each action, in order.
+fn actions_of(answer: &Value) -> Vec<(String, String, bool)> {
+    answer["actions"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|a| {
+                    (
+                        a["kind"].as_str().unwrap_or("").to_owned(),
+                        a["worktree"].as_str().unwrap_or("").to_owned(),
+                        a["force"] == true,
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn subjects(answer: &Value) -> Vec<String> {
+    answer["atRisk"]["commits"]
+        .as_array()
+        .expect("atRisk.commits")
+        .iter()
+        .map(|c| c["subject"].as_str().expect("subject").to_owned())
+        .collect()
+}
+
+#[test]
+fn close_discard_land_and_review_decide_the_same_on_both_edges() {
+    let env = TestEnv::new();
+    let repo = review_fixture(&env, "one");
+    let twin = review_fixture(&env, "two");
+    let mut lsp = Lsp::start(&env, Some(&repo), false);
+    let mut disagree = Vec::new();
+    let mut both = |name: &str, cli: Result<Value, Value>, lsp: Result<Value, Value>| {
+        if cli != lsp {
+            disagree.push(format!("{name}:\n  cli: {cli:?}\n  lsp: {lsp:?}"));
+        }
+        cli
+    };
+
+    // What would be lost, for every worktree and the kept branch.
+    let mut previews = std::collections::HashMap::new();
+    for w in [
+        "unique",
+        "picked",
+        "rebased",
+        "squashed",
+        "backed-up",
+        "pushed",
+        "dirty",
+        "conflicting",
+        "slipway/merge-0badcafe",
+    ] {
+        let cli = cli_answer(&env, &repo, &["discard", w, "--dry-run"]);
+        let lsp_a = lsp_answer(
+            &mut lsp,
+            &repo,
+            "slipway.discard",
+            json!({ "root": repo, "worktree": w, "dryRun": true }),
+        );
+        let answer = both(&format!("discard --dry-run {w}"), cli, lsp_a);
+        previews.insert(w, answer.expect("a preview"));
+        if w != "slipway/merge-0badcafe" {
+            let cli = cli_answer(&env, &repo, &["worktree", "close", w, "--dry-run"]);
+            let lsp_a = lsp_answer(
+                &mut lsp,
+                &repo,
+                "slipway.close",
+                json!({ "root": repo, "worktree": w, "dryRun": true }),
+            );
+            let close = both(&format!("close --dry-run {w}"), cli, lsp_a).expect("a preview");
+            assert_eq!(
+                close["atRisk"]["commits"],
+                json!([]),
+                "a close never loses commits: {close}"
+            );
+        }
+        // Review: the same files against the same base.
+        let cli = cli_answer(&env, &repo, &["diff", w]);
+        let lsp_a = lsp_answer(
+            &mut lsp,
+            &repo,
+            "slipway.diff",
+            json!({ "root": repo, "worktree": w }),
+        );
+        both(&format!("diff {w}"), cli, lsp_a).expect("a diff");
+    }
+    let p = |w: &str| previews[w].clone();
+    assert_eq!(
+        subjects(&p("unique")),
+        ["unique: first", "unique: second"],
+        "{}",
+        p("unique")
+    );
+    for safe in ["picked", "squashed", "backed-up", "pushed"] {
+        assert_eq!(
+            p(safe)["atRisk"],
+            json!({ "uncommitted": [], "commits": [] }),
+            "{safe}: {}",
+            p(safe)
+        );
+        assert_eq!(
+            actions_of(&p(safe)),
+            [("discard".to_owned(), safe.to_owned(), false)]
+        );
+    }
+    assert_eq!(
+        p("dirty")["atRisk"]["uncommitted"],
+        json!(["README.md", "draft.txt"])
+    );
+    assert_eq!(
+        actions_of(&p("unique")),
+        [
+            ("review".to_owned(), "unique".to_owned(), false),
+            ("land".to_owned(), "unique".to_owned(), false),
+            ("discard".to_owned(), "unique".to_owned(), true),
+        ]
+    );
+    assert_eq!(
+        subjects(&p("slipway/merge-0badcafe")),
+        ["kept: the agent's work"]
+    );
+    assert_eq!(p("slipway/merge-0badcafe").get("path"), None);
+
+    // Review compares with where the branch meets main now: after the rebase
+    // onto main, main's own commits are not the worktree's.
+    let diff = lsp.ok(
+        "slipway.diff",
+        json!({ "root": repo, "worktree": "rebased" }),
+    );
+    let files: Vec<&str> = diff["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(files, ["rebased.txt"], "{diff}");
+    assert_ne!(diff["base"], diff["recordedBase"], "{diff}");
+    assert_eq!(diff["target"], "main", "{diff}");
+    let listed = lsp.ok("slipway.list", json!({ "root": repo }));
+    let counts = |branch: &str| {
+        let w = listed["worktrees"]
+            .as_array()
+            .expect("worktrees")
+            .iter()
+            .find(|w| w["branch"] == branch)
+            .cloned()
+            .unwrap_or_else(|| panic!("{branch} not listed: {listed}"));
+        (
+            w["ahead"].as_u64().expect("ahead"),
+            w["behind"].as_u64().expect("behind"),
+        )
+    };
+    assert_eq!(
+        counts("rebased"),
+        (1, 2),
+        "main took two commits after the rebase"
+    );
+    assert_eq!(
+        counts("unique"),
+        (2, 6),
+        "main has 6 commits of its own now"
+    );
+
+    // Decisions that change things: one copy per edge.
+    let cases: Vec<(&str, Vec<&str>, &str, Value)> = vec![
+        (
+            "discard unique",
+            vec!["discard", "unique"],
+            "slipway.discard",
+            json!({ "worktree": "unique" }),
+        ),
+        (
+            "discard dirty",
+            vec!["discard", "dirty"],
+            "slipway.discard",
+            json!({ "worktree": "dirty" }),
+        ),
+        (
+            "close dirty",
+            vec!["worktree", "close", "dirty"],
+            "slipway.close",
+            json!({ "worktree": "dirty" }),
+        ),
+        (
+            "discard picked",
+            vec!["discard", "picked"],
+            "slipway.discard",
+            json!({ "worktree": "picked" }),
+        ),
+        (
+            "discard squashed",
+            vec!["discard", "squashed"],
+            "slipway.discard",
+            json!({ "worktree": "squashed" }),
+        ),
+        (
+            "land dirty",
+            vec!["land", "dirty", "--how", "merge"],
+            "slipway.land",
+            json!({ "worktree": "dirty", "how": "merge" }),
+        ),
+        (
+            "land conflicting",
+            vec!["land", "conflicting", "--how", "rebase"],
+            "slipway.land",
+            json!({ "worktree": "conflicting", "how": "rebase" }),
+        ),
+        (
+            "land the kept branch",
+            vec!["land", "slipway/merge-0badcafe", "--how", "squash"],
+            "slipway.land",
+            json!({ "worktree": "slipway/merge-0badcafe", "how": "squash" }),
+        ),
+        (
+            "discard the kept branch",
+            vec!["discard", "slipway/merge-0badcafe"],
+            "slipway.discard",
+            json!({ "worktree": "slipway/merge-0badcafe" }),
+        ),
+        (
+            "close the kept branch",
+            vec!["worktree", "close", "slipway/merge-0badcafe"],
+            "slipway.close",
+            json!({ "worktree": "slipway/merge-0badcafe" }),
+        ),
+    ];
+    let mut twin_lsp = Lsp::start(&env, Some(&twin), false);
+    let mut decided = std::collections::HashMap::new();
+    for (name, cli_args, command, mut arg) in cases {
+        let cli = cli_answer(&env, &repo, &cli_args);
+        arg["root"] = json!(twin);
+        let lsp_a = lsp_answer(&mut twin_lsp, &twin, command, arg);
+        // The sidecar answers with `removed`; the command line with `outcome`.
+        let strip = |r: Result<Value, Value>| {
+            r.map(|mut v| {
+                if let Some(o) = v.as_object_mut() {
+                    // The sidecar spells an absent field `null`.
+                    o.retain(|_, v| !v.is_null());
+                    o.remove("outcome");
+                    o.remove("removed");
+                    o.remove("keptCommit");
+                    o.remove("branchKept");
+                }
+                v
+            })
+        };
+        let answer = both(name, strip(cli), strip(lsp_a));
+        decided.insert(name, answer);
+    }
+    let d = |name: &str| decided[name].clone();
+    assert!(
+        d("discard unique").expect("an answer")["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("2 commits")
+    );
+    assert_eq!(
+        d("discard picked").expect("an answer")["branchDeleted"],
+        true
+    );
+    assert_eq!(
+        d("discard squashed").expect("an answer")["branchDeleted"],
+        true
+    );
+    assert_eq!(
+        d("land dirty").expect_err("refused")["kind"],
+        "worktreeDirty"
+    );
+    let conflict = d("land conflicting").expect_err("refused");
+    assert_eq!(conflict["kind"], "mergeConflict", "{conflict}");
+    assert_eq!(
+        actions_of(&conflict),
+        [
+            ("review".to_owned(), "conflicting".to_owned(), false),
+            ("discard".to_owned(), "conflicting".to_owned(), true),
+        ]
+    );
+    assert_eq!(d("land the kept branch").expect("landed")["kind"], "squash");
+    // Landed by squash: discarding it now loses nothing, on either edge.
+    assert_eq!(
+        d("discard the kept branch").expect("discarded")["branchDeleted"],
+        true
+    );
+    assert_eq!(
+        d("close the kept branch").expect_err("no worktree")["kind"],
+        "worktreeNotFound"
+    );
+    for r in [&repo, &twin] {
+        assert!(
+            !env.local_branches(r)
+                .contains(&"slipway/merge-0badcafe".to_owned())
+        );
+    }
+    // No advice anywhere names a git command that goes around slipway.
+    let everything = format!("{previews:?}{decided:?}");
+    assert!(
+        !everything.contains("git merge") && !everything.contains("git worktree remove"),
+        "{everything}"
+    );
+    assert!(
+        disagree.is_empty(),
+        "{} disagreements:\n{}",
+        disagree.len(),
+        disagree.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------
+// One source of defaults: the user's config.toml under each repository's
+// slipway.toml, the same for both edges; what is still missing is named by
+// the plan's error and hints, which is all an editor asks for.
+
+#[test]
+fn the_users_config_and_the_repositorys_defaults_decide_the_same_on_both_edges() {
+    let env = TestEnv::new();
+    let upstream = env.new_repo("upstream");
+    env.git(
+        env.path(),
+        &["clone", "-q", upstream.to_str().expect("utf8"), "plain"],
+    );
+    let plain = env.path().join("plain").canonicalize().expect("canonical");
+    env.git(
+        env.path(),
+        &["clone", "-q", upstream.to_str().expect("utf8"), "own"],
+    );
+    let own = env.path().join("own").canonicalize().expect("canonical");
+    std::fs::write(
+        own.join("slipway.toml"),
+        "version = 2\nstrategy = \"merge-to-head\"\nsource = \"host_head\"\n",
+    )
+    .expect("slipway.toml");
+    env.trust(&own);
+    let config = env.path().join("home/.config/slipway");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        "version = 2\nstrategy = \"branch\"\nsource = \"default\"\nagent = \"codex\"\n",
+    )
+    .expect("config.toml");
+    let mut lsp = Lsp::start(&env, Some(&plain), false);
+    let plan = |lsp: &mut Lsp, repo: &Path, cli: &[&str], arg: Value| {
+        let mut full = vec!["run", "--dry-run"];
+        full.extend_from_slice(cli);
+        let from_cli = cli_answer(&env, repo, &full).map(|p| comparable(p)["request"].clone());
+        let mut arg = arg;
+        arg["root"] = json!(repo);
+        arg["dryRun"] = json!(true);
+        let from_lsp = match lsp.execute("slipway.run", arg) {
+            Ok(answer) => Ok(comparable(portable(&answer["plan"], repo))["request"].clone()),
+            Err(e) => Err(json!({ "kind": kind(&e), "actions": e["data"]["actions"] })),
+        };
+        assert_eq!(from_cli, from_lsp, "{cli:?}");
+        from_cli
+    };
+    // The user's strategy is `branch`: a branch is what is missing.
+    let missing = plan(&mut lsp, &plain, &[], json!({})).expect_err("a branch is missing");
+    assert_eq!(missing["kind"], "invalidParams", "{missing}");
+    let e = lsp.err("slipway.run", json!({ "root": plain, "dryRun": true }));
+    assert_eq!(
+        e["data"]["hints"],
+        json!([{ "do": "give", "field": "branch" }]),
+        "{e}"
+    );
+    // Given it, the user's source and agent apply.
+    let r = plan(
+        &mut lsp,
+        &plain,
+        &["--branch", "mine"],
+        json!({ "branch": "mine" }),
+    )
+    .expect("a plan");
+    assert_eq!(r["source"], json!({ "policy": "default" }), "{r}");
+    assert_eq!(r["agent"]["type"], "codex", "{r}");
+    assert_eq!(r["strategy"]["type"], "branch", "{r}");
+    // The repository's own file wins where it speaks.
+    let r = plan(&mut lsp, &own, &[], json!({})).expect("a plan");
+    assert_eq!(r["strategy"], json!({ "type": "merge-to-head" }), "{r}");
+    assert_eq!(r["source"], json!({ "policy": "host_head" }), "{r}");
+    assert_eq!(r["agent"]["type"], "codex", "the user's agent: {r}");
+    // A create follows the same defaults.
+    let created = env.slipway_json(&plain, &["worktree", "create", "--branch", "made"]);
+    assert_eq!(created["sourcePolicy"], "default", "{created}");
+    let created = lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": plain, "branch": "made-too" }),
+    );
+    assert_eq!(created["sourceLabel"], "origin/main (default)", "{created}");
+    // A run on an existing worktree needs no branch: the defaults are for new ones.
+    let r = plan(
+        &mut lsp,
+        &plain,
+        &["--worktree", "made"],
+        json!({ "worktree": "made" }),
+    )
+    .expect("a plan");
+    assert_eq!(r["worktree"], "made", "{r}");
 }

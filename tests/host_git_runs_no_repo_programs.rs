@@ -793,7 +793,7 @@ fn no_host_operation_runs_a_repository_program() {
     // close: a clean worktree and a dirty one
     env.slipway_json(&repo, &["worktree", "close", "fresh"]);
     std::fs::write(Path::new(s(&created, "path")).join("dirty.txt"), "x").expect("write");
-    let closed = env.slipway_json(&repo, &["worktree", "close", "feat"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "feat"], 3);
     assert_eq!(closed["outcome"], "preserved");
     env.slipway_json(&repo, &["worktree", "close", "feat", "--force"]);
 

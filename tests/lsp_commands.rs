@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = EVENT_DEADLINE;
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 16] = [
+const DESIGN_COMMANDS: [&str; 17] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -33,6 +33,7 @@ const DESIGN_COMMANDS: [&str; 16] = [
     "slipway.discard",
     "slipway.runs",
     "slipway.log",
+    "slipway.seen",
     "slipway.trust",
 ];
 
@@ -342,8 +343,16 @@ fn branches_resolve_create_list_status_and_close_work_against_a_real_repository(
         "the commands name the worktree: {kept}"
     );
     assert!(
-        text.contains("cd ") && text.contains("git worktree remove --force"),
-        "inspect and discard commands: {kept}"
+        text.contains("cd ") && !text.contains("git worktree remove"),
+        "an inspect command and no git command around slipway: {kept}"
+    );
+    assert_eq!(
+        kept["actions"],
+        json!([
+            { "kind": "review", "worktree": "lsp/one" },
+            { "kind": "close", "worktree": "lsp/one", "force": true },
+        ]),
+        "{kept}"
     );
     assert_eq!(
         std::fs::read_to_string(one_path.join("new.txt")).expect("kept"),
@@ -489,7 +498,10 @@ fn is_dirty_warning(diags: &Value) -> bool {
             d["source"] == "slipway"
                 && d["code"] == "dirty-preserved-worktree"
                 && d["severity"] == 2
-                && d["message"].as_str().is_some_and(|m| !m.is_empty())
+                && d["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty() && !m.contains("git worktree"))
+                && d["data"]["actions"][0]["kind"] == "review"
         })
 }
 
@@ -616,7 +628,7 @@ fn a_dirty_preserved_worktree_from_before_start_up_is_diagnosed_at_start_up() {
     let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "earlier"]);
     let wt = canon(&path_of(&created, "path"));
     let files = make_dirty(&wt);
-    let closed = env.slipway_json(&repo, &["worktree", "close", "earlier"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "earlier"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
 
     let mut lsp = Lsp::start(&env, Some(&repo), true);

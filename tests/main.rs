@@ -35,6 +35,7 @@ mod records_are_not_paths;
 mod repository_config_needs_trust;
 mod review_and_land;
 mod run_cannot_write_the_host_git;
+mod run_news;
 mod runs;
 mod snapshots;
 mod source_policy;

@@ -48,7 +48,7 @@ fn failed_run_with_commits_keeps_its_temporary_branch() {
     let branch = s(&result, "branch").to_owned();
     let commits = commit_shas(&result);
     assert_eq!(commits.len(), 1);
-    assert!(s(&result, "keptBranch").contains("git merge"), "{result}");
+    assert_kept_for_slipway(&result, &branch);
     assert!(
         env.local_branches(&repo).contains(&branch),
         "the temp branch must be kept"
@@ -319,13 +319,13 @@ fn closing_a_dirty_worktree_keeps_every_kind_of_change() {
         };
         let before = seen(&env);
         assert!(!before.0.is_empty(), "{what}: git status shows a change");
-        let closed = env.slipway_json(&repo, &["worktree", "close", &branch]);
+        let closed = env.slipway_json_code(&repo, &["worktree", "close", &branch], 3);
         assert_eq!(closed["outcome"], "preserved", "{what}: {closed}");
         assert!(
             !s(&closed, "reason").is_empty(),
             "{what}: the answer says why: {closed}"
         );
-        let again = env.slipway_json(&repo, &["worktree", "close", &branch]);
+        let again = env.slipway_json_code(&repo, &["worktree", "close", &branch], 3);
         assert_eq!(closed, again, "{what}: closing again gives the same answer");
         assert_eq!(seen(&env), before, "{what}: the change is kept exactly");
     }
@@ -378,7 +378,7 @@ fn a_crash_between_record_and_worktree_loses_nothing() {
         "rebuilt record: {list}"
     );
     assert_eq!(list["worktrees"][0]["dirty"], true);
-    let closed = env.slipway_json(&repo, &["worktree", "close", "half"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "half"], 3);
     assert_eq!(closed["outcome"], "preserved");
     assert_eq!(
         std::fs::read_to_string(path.join("unsaved.txt")).expect("read"),
@@ -471,7 +471,7 @@ fn merge_timeout_leaves_the_host_exactly_as_it_was_and_keeps_the_branch() {
             commit_shas(&result)[0],
             "the agent's commit is kept on its branch"
         );
-        assert!(s(&result, "keptBranch").contains("git merge"), "{result}");
+        assert_kept_for_slipway(&result, branch);
     }
     // With time to spare (even more than a clock can count) the same run merges.
     let done = env.slipway_json(
@@ -632,7 +632,7 @@ fn a_locked_worktree_is_kept_even_with_force_as_git_keeps_it() {
             .success()
     );
 
-    let closed = env.slipway_json(&repo, &["worktree", "close", "locked", "--force"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "locked", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(s(&closed, "reason").contains("on a USB disk"), "{closed}");
     assert!(
@@ -685,7 +685,7 @@ fn a_worktree_git_forgot_keeps_its_files_even_with_force() {
         .join(wt.file_name().expect("name"));
     std::fs::remove_dir_all(&admin).expect("delete the admin dir");
 
-    let closed = env.slipway_json(&repo, &["worktree", "close", "forgotten", "--force"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "forgotten", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert_eq!(
         std::fs::read_to_string(wt.join("unsaved.txt")).expect("kept"),
@@ -706,7 +706,7 @@ fn force_never_deletes_a_repository_that_sits_where_the_worktree_was() {
     ));
     std::fs::write(other.join("precious.txt"), "someone else's\n").expect("file");
 
-    let closed = env.slipway_json(&repo, &["worktree", "close", "replaced", "--force"]);
+    let closed = env.slipway_json_code(&repo, &["worktree", "close", "replaced", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(
         s(&closed, "reason").contains("repository of its own"),
@@ -842,4 +842,23 @@ fn work_the_agent_left_on_its_own_branches_or_a_detached_head_is_kept() {
             );
         }
     }
+}
+
+/// A kept branch is left to slipway's own commands: the result offers to
+/// review, land or discard it, and names no git command that goes around
+/// slipway's records.
+fn assert_kept_for_slipway(result: &serde_json::Value, branch: &str) {
+    let kept = s(result, "keptBranch");
+    assert!(
+        !kept.contains("git merge") && !kept.contains("git branch -D"),
+        "{result}"
+    );
+    let kinds: Vec<&str> = result["actions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no actions in {result}"))
+        .iter()
+        .filter(|a| a["worktree"] == branch)
+        .filter_map(|a| a["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["review", "land", "discard"], "{result}");
 }

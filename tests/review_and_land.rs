@@ -725,7 +725,7 @@ fn discard_keeps_unique_commits_and_uncommitted_files_unless_forced() {
         json!({ "root": repo, "worktree": "feature" }),
     );
     assert_eq!(kept["removed"], false, "{kept}");
-    assert!(s(&kept, "reason").contains("2 commit(s)"), "{kept}");
+    assert!(s(&kept, "reason").contains("2 commits"), "{kept}");
     assert!(wt.is_dir() && env.local_branches(&repo).contains(&"feature".to_owned()));
     // Uncommitted files alone keep it too, even when every commit is elsewhere.
     env.git(&repo, &["branch", "backup", "feature"]);
@@ -742,7 +742,8 @@ fn discard_keeps_unique_commits_and_uncommitted_files_unless_forced() {
     );
     env.git(&repo, &["branch", "-D", "backup"]);
     // The CLI twin refuses the same way, and with --force removes both.
-    let out = env.slipway_json(&repo, &["discard", "feature"]);
+    // Exit 4: nothing was discarded.
+    let out = env.slipway_json_code(&repo, &["discard", "feature"], 4);
     assert_eq!(out["outcome"], "preserved", "{out}");
     let out = env.slipway_json(&repo, &["discard", "feature", "--force"]);
     assert_eq!(out["outcome"], "removed", "{out}");

@@ -562,6 +562,13 @@ fn a_well_behaved_run_lists_no_ignored_ref() {
             "set -e\necho y > y.txt\ngit add y.txt\ngit commit -qm polite\n",
         );
         assert_eq!(result["refsIgnored"], serde_json::json!([]));
+        // Nor anything quarantined: the worktree's .git file, pointed at the
+        // private git dir for the run, comes back byte for byte.
+        assert_eq!(
+            result["quarantined"],
+            serde_json::json!([]),
+            "{sandbox:?}: {result}"
+        );
         assert_eq!(commit_shas(&result).len(), 1);
         before.check(&world, &["refs/heads/polite"], None, &log);
     }
@@ -888,7 +895,7 @@ fn a_head_run_in_docker_cannot_rewrite_slipway_records() {
         .map(|e| (e.path(), std::fs::read(e.path()).expect("record")))
         .collect();
     assert_eq!(records_after, records_before, "a record changed");
-    let closed = env.slipway_json(repo, &["worktree", "close", "sibling", "--force"]);
+    let closed = env.slipway_json_code(repo, &["worktree", "close", "sibling", "--force"], 3);
     assert_eq!(closed["outcome"], "removed", "{closed}");
     assert_eq!(
         std::fs::read_to_string(outside.join("keep.txt")).expect("keep"),
@@ -944,7 +951,7 @@ fn an_altered_record_never_makes_close_delete_another_folder() {
         "mine\n",
         "an unrelated repository",
     );
-    let closed = env.slipway_json(repo, &["worktree", "close", "sibling", "--force"]);
+    let closed = env.slipway_json_code(repo, &["worktree", "close", "sibling", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(world.sibling.join("mine.txt").is_file());
 }

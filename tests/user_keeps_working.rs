@@ -283,9 +283,16 @@ fn a_host_switched_to_another_branch_gets_nothing_and_the_branch_is_kept() {
         "main is not merged into either"
     );
     assert_host_unchanged(&env, &repo, before, &branch, "the host (now on `other`)");
+    // What to do is slipway's: land the kept branch (no git command around it).
     assert!(
-        s(&result["error"], "message").contains(&format!("git merge {branch}")),
-        "the result says how to merge it: {result}"
+        !s(&result["error"], "message").contains("git merge"),
+        "{result}"
+    );
+    assert!(
+        result["actions"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|a| a["kind"] == "land" && a["worktree"] == branch.as_str())),
+        "the result says how to land it: {result}"
     );
 }
 

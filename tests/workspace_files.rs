@@ -258,16 +258,26 @@ fn defaults() -> impl Strategy<Value = RunDefaults> {
         prop::option::of(prop::sample::select(SandboxKind::ALL.to_vec())),
         prop::option::of("[a-z0-9./:_\\-]{1,20}"),
         prop::option::of(prop::sample::select(StrategyKind::ALL.to_vec())),
+        prop::option::of(prop::sample::select(vec![
+            SourcePolicy::HostHead,
+            SourcePolicy::CurrentBranch,
+            SourcePolicy::Default,
+            SourcePolicy::Ask,
+            SourcePolicy::Named {
+                reference: "origin/release".into(),
+            },
+        ])),
         text_list(),
         text_list(),
         text_list(),
     )
         .prop_map(
-            |(agent, sandbox, image, strategy, host, sandbox_hooks, copy)| RunDefaults {
+            |(agent, sandbox, image, strategy, source, host, sandbox_hooks, copy)| RunDefaults {
                 agent: agent.map(str::to_owned),
                 sandbox,
                 image,
                 strategy,
+                source,
                 hooks: HookDefaults {
                     host_on_worktree_ready: host,
                     sandbox_on_sandbox_ready: sandbox_hooks,

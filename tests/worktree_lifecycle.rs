@@ -37,13 +37,24 @@ fn list(env: &TestEnv, repo: &Path) -> Vec<Value> {
         .clone()
 }
 
-/// `slipway --json worktree close SELECTOR [--force]`.
+/// `slipway --json worktree close SELECTOR [--force]`; a preserved worktree
+/// must exit 3 (nothing was removed), a removed one 0.
 fn close(env: &TestEnv, repo: &Path, selector: &str, force: bool) -> Value {
-    let mut args = vec!["worktree", "close", selector];
+    let mut args = vec!["--json", "worktree", "close", selector];
     if force {
         args.push("--force");
     }
-    env.slipway_json(repo, &args)
+    let out = env.slipway(repo, &args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "close printed no JSON ({e}):\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let expected = if v["outcome"] == "preserved" { 3 } else { 0 };
+    assert_eq!(out.status.code(), Some(expected), "{v}");
+    v
 }
 
 /// `git worktree list --porcelain` as (path, branch short name or None when detached).
@@ -779,8 +790,30 @@ fn close_merge_to_head_with_unique_commits_keeps_the_branch_and_says_how_to_merg
     );
     assert_eq!(env.rev(&repo, &format!("refs/heads/{branch}")), commit);
     let kept = s(&closed, "branchKept");
-    assert!(kept.contains(&format!("git merge {branch}")), "{kept}");
-    assert!(kept.contains(&format!("git branch -D {branch}")), "{kept}");
+    assert!(!kept.contains("git "), "advice around slipway: {kept}");
+    // What to do is slipway's own commands on the kept branch.
+    let actions: Vec<(String, String)> = closed["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| (s(a, "kind").to_owned(), s(a, "worktree").to_owned()))
+        .collect();
+    for kind in ["review", "land", "discard"] {
+        assert!(
+            actions.contains(&(kind.to_owned(), branch.clone())),
+            "{kind} {branch}: {closed}"
+        );
+    }
+    // The kept branch is a worktree-less entry the review commands accept.
+    let diff = env.slipway_json(&repo, &["diff", &branch]);
+    assert_eq!(diff["files"][0]["path"], "agent.txt", "{diff}");
+    let listed = env.slipway_json(&repo, &["worktree", "list"]);
+    assert_eq!(
+        listed["keptBranches"][0]["branch"],
+        branch.as_str(),
+        "{listed}"
+    );
+    assert_eq!(listed["keptBranches"][0]["ahead"], 1, "{listed}");
 }
 
 /// Closing a dirty worktree preserves it, says why and how, and is repeatable;
@@ -807,9 +840,15 @@ fn assert_close_preserves(env: &TestEnv, repo: &Path, created: &Value, file: &st
         "{commands:?}"
     );
     assert!(
-        commands.contains(&format!("git worktree remove --force {}", path.display())),
-        "{commands:?}"
+        !commands.iter().any(|c| c.contains("git worktree remove")),
+        "advice around slipway's records: {commands:?}"
     );
+    let forced_close = closed["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .any(|a| a["kind"] == "close" && a["force"] == true);
+    assert!(forced_close, "what to do names close with force: {closed}");
     assert!(path.is_dir(), "dirty worktree removed");
     assert!(git_lists(env, repo, &canon(&path)));
     assert_eq!(

@@ -106,11 +106,14 @@ pub struct CreateArgs {
 
 #[derive(Debug, Args)]
 pub struct CloseArgs {
-    /// The worktree: its id, its path or its branch.
+    /// The worktree: its id, its path or its branch (discard: or a kept branch).
     pub worktree: String,
-    /// Remove it even with uncommitted changes (they are lost).
+    /// Remove it even when something would be lost (it is lost).
     #[arg(long)]
     pub force: bool,
+    /// Change nothing: list what would be lost (uncommitted files, commits found nowhere else).
+    #[arg(long, conflicts_with = "force")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -68,7 +68,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
         },
         hooks: Hooks::default(),
     };
-    let code = super::run_cli(&host, request, json)?;
+    let code = super::run_cli(&host, request, json, false)?;
     if !json {
         let notes = std::fs::read_to_string(dir.join("NOTES.md")).unwrap_or_default();
         eprintln!("slipway demo: NOTES.md in the host checkout now reads:\n{notes}");

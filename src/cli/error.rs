@@ -11,8 +11,12 @@ use slipway_core::plan::PlanError;
 pub struct CliError {
     pub kind: ErrorKind,
     pub message: String,
+    /// Machine-readable details; `actions` among them when there are any.
     #[serde(skip_serializing_if = "Value::is_null")]
     pub data: Value,
+    /// What to do next, printed as commands under the message.
+    #[serde(skip)]
+    pub actions: Vec<slipway_core::actions::Action>,
 }
 
 impl CliError {
@@ -21,6 +25,7 @@ impl CliError {
             kind,
             message: message.into(),
             data: Value::Null,
+            actions: Vec::new(),
         }
     }
 
@@ -54,7 +59,7 @@ impl From<slipway_core::worktree::CreateError> for CliError {
 
 impl From<slipway_core::worktree::CloseError> for CliError {
     fn from(e: slipway_core::worktree::CloseError) -> Self {
-        CliError::new(e.kind(), e.to_string())
+        CliError::from_failure(&e)
     }
 }
 
@@ -138,15 +143,20 @@ impl CliError {
     pub fn from_failure(e: &dyn Failure) -> CliError {
         let report = e.report();
         let message = report.worded(hint_text);
-        let data = if report.data.is_empty() {
+        let mut data = report.data;
+        if !report.actions.is_empty() {
+            data.insert("actions".into(), serde_json::json!(report.actions));
+        }
+        let data = if data.is_empty() {
             Value::Null
         } else {
-            Value::Object(report.data)
+            Value::Object(data)
         };
         CliError {
             kind: report.kind,
             message,
             data,
+            actions: report.actions,
         }
     }
 }

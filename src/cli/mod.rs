@@ -6,6 +6,7 @@ mod ask;
 mod demo;
 mod error;
 mod logs;
+mod next;
 mod render;
 mod running;
 mod sandbox;
@@ -49,7 +50,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             report_error(&err, json);
-            ExitCode::FAILURE
+            next::error_code(err.kind)
         }
     }
 }
@@ -60,6 +61,15 @@ fn report_error(err: &CliError, json: bool) {
         eprintln!("{doc}");
     } else {
         eprintln!("error: {}", err.message);
+        eprint!("{}", next::lines(&err.actions));
+    }
+}
+
+/// The exit code of a close or discard outcome: a kept worktree did nothing.
+fn outcome_code(outcome: &worktree::CloseOutcome, nothing: u8) -> ExitCode {
+    match outcome {
+        worktree::CloseOutcome::Removed { .. } => ExitCode::SUCCESS,
+        worktree::CloseOutcome::Preserved { .. } => ExitCode::from(nothing),
     }
 }
 
@@ -143,20 +153,22 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Worktree(WorktreeCommand::Create(args)) => {
             let host = open(&cli.repo)?;
-            let source = ask::resolve_ask(
-                source_policy(&args.source, SourcePolicy::HostHead)?,
-                host.root(),
-            )?;
-            let request = plan_create(
+            // Unless the command line names one, the defaults' source applies.
+            let given = match (&args.source.source, &args.source.reference) {
+                (None, None) => None,
+                _ => Some(source_policy(&args.source, SourcePolicy::HostHead)?),
+            };
+            let mut request = plan_create(
                 &host,
                 CreateInput {
                     strategy: args.merge_to_head.then_some(StrategyKind::MergeToHead),
                     branch: args.branch,
                     base: args.base,
-                    source: Some(source),
+                    source: given,
                     copy: args.copy,
                 },
             )?;
+            request.source = ask::resolve_ask(request.source, host.root())?;
             let message = match &request.target {
                 WorktreeTarget::Branch { name, .. } => format!("creating a worktree for '{name}'"),
                 WorktreeTarget::MergeToHead => "creating a merge-to-head worktree".to_owned(),
@@ -189,26 +201,38 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Worktree(WorktreeCommand::List) => {
             let host = open(&cli.repo)?;
             let list = worktree::list(&host)?;
+            let kept = slipway_core::review::kept(&host);
             if cli.json {
-                print_json(&serde_json::json!({ "worktrees": list }));
+                print_json(&serde_json::json!({ "worktrees": list, "keptBranches": kept }));
             } else {
-                print!("{}", render::worktrees(&list));
+                print!("{}", render::worktrees(&list, &kept));
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Worktree(WorktreeCommand::Close(args)) => {
             let host = open(&cli.repo)?;
+            if args.dry_run {
+                let preview = slipway_core::review::risk::preview_close(&host, &args.worktree)
+                    .map_err(|e| CliError::from_failure(&e))?;
+                print_preview(&preview, "close", cli.json);
+                return Ok(ExitCode::SUCCESS);
+            }
             let outcome = with_spinner(
                 cli.json,
                 format!("closing worktree '{}'", args.worktree),
                 || worktree::close(&host, &args.worktree, args.force),
             )?;
+            let code = outcome_code(&outcome, next::PRESERVED);
+            let answer = slipway_core::actions::WithActions {
+                actions: outcome.actions(),
+                answer: outcome,
+            };
             if cli.json {
-                print_json(&outcome);
+                print_json(&answer);
             } else {
-                print!("{}", render::closed(&outcome));
+                print!("{}", render::closed(&answer.answer, &answer.actions));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(code)
         }
         Command::Run(args) => {
             if let Some(file) = &args.request_file {
@@ -218,7 +242,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 let request: RunRequest = serde_json::from_slice(&bytes).map_err(|e| {
                     CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
                 })?;
-                return run_cli(&host, request, cli.json);
+                return run_cli(&host, request, cli.json, true);
             }
             let dry_run = args.dry_run;
             let plan = plan_interactively(run_input(*args, cli.repo.clone())?)?;
@@ -227,7 +251,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 return Ok(ExitCode::SUCCESS);
             }
             let host = open(&Some(plan.repository.clone()))?;
-            run_cli(&host, plan.request, cli.json)
+            run_cli(&host, plan.request, cli.json, false)
         }
         Command::Lsp(args) => {
             crate::lsp::serve_stdio(args.log_file.as_deref())?;
@@ -302,19 +326,26 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Discard(args) => {
+            use slipway_core::review::discard;
             let host = open(&cli.repo)?;
-            let outcome = with_spinner(
+            if args.dry_run {
+                let preview = discard::preview(&host, &args.worktree)
+                    .map_err(|e| CliError::from_failure(&e))?;
+                print_preview(&preview, "discard", cli.json);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let discarded = with_spinner(
                 cli.json,
                 format!("discarding worktree '{}'", args.worktree),
-                || slipway_core::review::discard::discard(&host, &args.worktree, args.force),
+                || discard::discard(&host, &args.worktree, args.force),
             )
             .map_err(|e| CliError::from_failure(&e))?;
             if cli.json {
-                print_json(&outcome);
+                print_json(&discarded);
             } else {
-                print!("{}", render::closed(&outcome));
+                print!("{}", render::closed(&discarded.answer, &discarded.actions));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(outcome_code(&discarded.answer, next::NOT_DISCARDED))
         }
         Command::Diff(args) => {
             use slipway_core::review::diff;
@@ -341,6 +372,15 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// A close or discard dry run: JSON, or what would be lost for people.
+fn print_preview(preview: &slipway_core::review::risk::Preview, what: &str, json: bool) {
+    if json {
+        print_json(preview);
+    } else {
+        print!("{}", render::preview(preview, what));
     }
 }
 

@@ -2,6 +2,9 @@
 
 use std::fmt::Write;
 
+use super::next;
+
+use slipway_core::actions::Action;
 use slipway_core::git::branches::{BranchInfo, BranchKind};
 use slipway_core::git::merge::MergeOutcome;
 use slipway_core::run::{RunResult, RunStatus};
@@ -66,9 +69,10 @@ pub fn created(c: &Created) -> String {
     if !c.copy.copied.is_empty() {
         let _ = writeln!(
             out,
-            "  copied {} ({} files)",
+            "  copied {} ({} {})",
             c.copy.copied.join(", "),
-            c.copy.files
+            c.copy.files,
+            if c.copy.files == 1 { "file" } else { "files" }
         );
     }
     for note in &c.notes {
@@ -77,11 +81,19 @@ pub fn created(c: &Created) -> String {
     out
 }
 
-pub fn worktrees(list: &[WorktreeStatus]) -> String {
-    if list.is_empty() {
-        return "No slipway worktrees.\n".to_owned();
-    }
+pub fn worktrees(list: &[WorktreeStatus], kept: &[slipway_core::review::KeptBranch]) -> String {
     let mut out = String::new();
+    for k in kept {
+        let _ = writeln!(
+            out,
+            "{}  kept branch, no worktree  {} ahead, {} behind  (review: slipway diff {})",
+            k.branch, k.ahead, k.behind, k.branch
+        );
+    }
+    if list.is_empty() {
+        out.push_str("No slipway worktrees.\n");
+        return out;
+    }
     for w in list {
         let dirty = if w.dirty {
             format!("dirty ({} changed)", w.changed_files)
@@ -97,12 +109,13 @@ pub fn worktrees(list: &[WorktreeStatus]) -> String {
         };
         let _ = writeln!(
             out,
-            "{}  {}  [{}] {}  {} ahead  {}{}",
+            "{}  {}  [{}] {}  {} ahead, {} behind  {}{}",
             w.id,
             w.branch,
             w.state.name(),
             dirty,
             w.ahead,
+            w.behind,
             w.path.display(),
             health
         );
@@ -113,19 +126,23 @@ pub fn worktrees(list: &[WorktreeStatus]) -> String {
     out
 }
 
-pub fn closed(outcome: &CloseOutcome) -> String {
+pub fn closed(outcome: &CloseOutcome, actions: &[Action]) -> String {
     let mut out = String::new();
     match outcome {
         CloseOutcome::Removed {
+            id,
             path,
             branch,
             branch_deleted,
             branch_kept,
             kept_commit,
             discarded_tip,
-            ..
         } => {
-            let _ = writeln!(out, "Removed worktree {}", path.display());
+            if path.as_os_str().is_empty() {
+                let _ = writeln!(out, "Discarded kept branch {id}");
+            } else {
+                let _ = writeln!(out, "Removed worktree {}", path.display());
+            }
             if *branch_deleted {
                 let _ = writeln!(out, "  deleted branch {branch}");
             }
@@ -134,28 +151,52 @@ pub fn closed(outcome: &CloseOutcome) -> String {
             }
         }
         CloseOutcome::Preserved {
+            id,
             preserved_path,
             reason,
             commands,
             ..
         } => {
-            let _ = writeln!(
-                out,
-                "Preserved worktree {}: {reason}",
-                preserved_path.display()
-            );
-            let _ = writeln!(
-                out,
-                "  inspect: {}",
-                commands.first().map(String::as_str).unwrap_or("")
-            );
-            let _ = writeln!(
-                out,
-                "  discard: {}",
-                commands.get(1).map(String::as_str).unwrap_or("")
-            );
+            if preserved_path.as_os_str().is_empty() {
+                let _ = writeln!(out, "Kept branch {id}: {reason}");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "Preserved worktree {}: {reason}",
+                    preserved_path.display()
+                );
+            }
+            for command in commands {
+                let _ = writeln!(out, "  inspect: {command}");
+            }
         }
     }
+    out.push_str(&next::lines(actions));
+    out
+}
+
+/// What a close or discard would lose (`--dry-run`).
+pub fn preview(p: &slipway_core::review::risk::Preview, what: &str) -> String {
+    let mut out = String::new();
+    let place = match &p.path {
+        Some(path) => format!("worktree {} (branch {})", path.display(), p.branch),
+        None => format!("kept branch {}", p.branch),
+    };
+    if p.at_risk.is_empty() {
+        let _ = writeln!(
+            out,
+            "Nothing would be lost: {what} of {place} loses no work."
+        );
+    } else {
+        let _ = writeln!(out, "A {what} of {place} would lose:");
+        for path in &p.at_risk.uncommitted {
+            let _ = writeln!(out, "  uncommitted  {path}");
+        }
+        for c in &p.at_risk.commits {
+            let _ = writeln!(out, "  commit       {}  {}", short(&c.sha), c.subject);
+        }
+    }
+    out.push_str(&next::lines(&p.actions));
     out
 }
 
@@ -231,6 +272,7 @@ pub fn run_result(r: &RunResult) -> String {
         let _ = writeln!(out, "  warning: {w}");
     }
     let _ = writeln!(out, "  log: {}", r.log_file.display());
+    out.push_str(&next::lines(&r.actions));
     out
 }
 
@@ -275,11 +317,12 @@ pub fn landed(l: &slipway_core::review::land::Landed) -> String {
         ""
     };
     format!(
-        "Landed {} into {}: {what} {}{files}\n{}",
+        "Landed {} into {}: {what} {}{files}\n{}{}",
         l.branch,
         l.into,
         short(&l.commit),
-        sensitive(&l.sensitive_changes)
+        sensitive(&l.sensitive_changes),
+        next::lines(&l.actions)
     )
 }
 
@@ -307,9 +350,13 @@ fn sensitive(changes: &[slipway_core::review::sensitive::SensitiveChange]) -> St
 pub fn diff(d: &slipway_core::review::diff::WorktreeDiff) -> String {
     use slipway_core::review::diff::FileStatus;
     let mut out = String::new();
+    let against = match &d.target {
+        Some(target) => format!("; {} is where it meets {target} now", short(&d.base)),
+        None => String::new(),
+    };
     let _ = writeln!(
         out,
-        "{}..{} (and uncommitted files)",
+        "{}..{} (and uncommitted files){against}",
         short(&d.base),
         short(&d.head)
     );
@@ -344,6 +391,7 @@ pub fn diff(d: &slipway_core::review::diff::WorktreeDiff) -> String {
         };
         let _ = writeln!(out, "{letter} {counts:>12}  {place:<21}  {path}{flag}");
     }
+    out.push_str(&next::lines(&d.actions));
     out
 }
 

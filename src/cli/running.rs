@@ -120,12 +120,21 @@ pub(super) fn plan_interactively(mut input: RunInput) -> Result<RunPlan, CliErro
 }
 
 /// Runs with a spinner on a terminal, agent output on stderr for people, and
-/// cancellation on Ctrl-C or SIGTERM.
-pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitCode, CliError> {
+/// cancellation on Ctrl-C or SIGTERM. `detached`: a run the sidecar started,
+/// whose output goes to its log: nobody watches it, so its end is news for
+/// the editors; so is the end of any run whose terminal nobody reads.
+pub fn run_cli(
+    host: &HostRepo,
+    request: RunRequest,
+    json: bool,
+    detached: bool,
+) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let control = run::RunControl::new();
+    let mut control = run::RunControl::new();
+    control.watched =
+        !detached && (std::io::stdout().is_terminal() || std::io::stderr().is_terminal());
     let spinner = spinner(json, String::new());
     let sink_spinner = spinner.clone();
     let events: run::EventSink = Arc::new(move |event: &RunEvent| {
@@ -133,16 +142,22 @@ pub fn run_cli(host: &HostRepo, request: RunRequest, json: bool) -> Result<ExitC
             return;
         }
         match (event, &sink_spinner) {
-            (RunEvent::Phase { phase, message }, Some(pb)) => {
-                pb.set_message(format!("{phase}: {message}"))
-            }
-            (RunEvent::Iteration { iteration, of }, Some(pb)) => {
-                pb.set_message(format!("iteration {iteration}/{of}"))
-            }
             (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
             (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
-            (RunEvent::Phase { phase, message }, None) => eprintln!("slipway: {phase}: {message}"),
-            (RunEvent::Iteration { .. }, None) => {}
+            // The spinner's line is the current step: the latest phase, or
+            // what the agent is doing now.
+            (other, Some(pb)) => {
+                if let Some(text) = other.describe() {
+                    pb.set_message(text);
+                }
+            }
+            (RunEvent::Phase { .. }, None) => {
+                if let Some(text) = event.describe() {
+                    eprintln!("slipway: {text}");
+                }
+            }
+            // Without a spinner the output lines above say it already.
+            (RunEvent::Iteration { .. } | RunEvent::Step { .. }, None) => {}
         }
     });
     let outcome = runtime.block_on(async {

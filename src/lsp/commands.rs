@@ -130,26 +130,36 @@ pub fn list(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let list = worktree::list_with(&host, |record| {
-        cache.status(record, || worktree::read_status(record))
+        cache.status(record, || worktree::read_status(&host, record))
     })
     .map_err(git_error)?;
-    Ok(json!({ "worktrees": list }))
+    Ok(json!({ "worktrees": list, "keptBranches": slipway_core::review::kept(&host) }))
 }
 
-/// `slipway.close`.
+/// `slipway.close`; with `dryRun`, what it would lose.
 pub fn close(args: CloseArgs) -> Answer {
     let host = open(&args.root)?;
-    let outcome = worktree::close(&host, &args.worktree, args.force)
-        .map_err(|e| error(e.kind(), e.to_string(), Value::Null))?;
-    Ok(close_answer(outcome))
+    if args.dry_run {
+        return slipway_core::review::risk::preview_close(&host, &args.worktree)
+            .map(|p| to_value(&p))
+            .map_err(|e| failure(&e));
+    }
+    let outcome = worktree::close(&host, &args.worktree, args.force).map_err(|e| failure(&e))?;
+    let actions = outcome.actions();
+    Ok(close_answer(outcome, &actions))
 }
 
 /// `slipway.discard`: answered as `slipway.close` is.
 pub fn discard(args: CloseArgs) -> Answer {
+    use slipway_core::review::discard;
     let host = open(&args.root)?;
-    let outcome = slipway_core::review::discard::discard(&host, &args.worktree, args.force)
-        .map_err(|e| failure(&e))?;
-    Ok(close_answer(outcome))
+    if args.dry_run {
+        return discard::preview(&host, &args.worktree)
+            .map(|p| to_value(&p))
+            .map_err(|e| failure(&e));
+    }
+    let discarded = discard::discard(&host, &args.worktree, args.force).map_err(|e| failure(&e))?;
+    Ok(close_answer(discarded.answer, &discarded.actions))
 }
 
 /// `slipway.land`.
@@ -169,8 +179,8 @@ pub fn land(args: LandArgs) -> Answer {
 }
 
 /// A close (or discard) outcome as the protocol answers it.
-fn close_answer(outcome: CloseOutcome) -> Value {
-    match outcome {
+fn close_answer(outcome: CloseOutcome, actions: &[slipway_core::actions::Action]) -> Value {
+    let mut answer = match outcome {
         CloseOutcome::Removed {
             id,
             path,
@@ -195,7 +205,11 @@ fn close_answer(outcome: CloseOutcome) -> Value {
             "removed": false, "id": id, "preservedPath": preserved_path, "branch": branch,
             "reason": reason, "changedPaths": changed_paths, "commands": commands,
         }),
+    };
+    if let Value::Object(map) = &mut answer {
+        map.insert("actions".into(), json!(actions));
     }
+    answer
 }
 
 /// `slipway.diff`: the whole change, or one file's two texts.
@@ -296,7 +310,7 @@ pub fn workspaces() -> Answer {
                     .map(|m| {
                         json!({
                             "src": m.src, "dst": m.dst, "readonly": m.readonly,
-                            "isolation": format!("{:?}", m.isolation).to_lowercase(),
+                            "isolation": m.isolation.name(),
                             "source": m.policy,
                         })
                     })

@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult, SandboxSpec};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 16] = [
+pub const COMMANDS: [&str; 17] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -36,6 +36,7 @@ pub const COMMANDS: [&str; 16] = [
     "slipway.discard",
     "slipway.runs",
     "slipway.log",
+    "slipway.seen",
     "slipway.trust",
 ];
 
@@ -213,9 +214,12 @@ pub struct CloseArgs {
     pub root: PathBuf,
     /// Id, path or branch.
     pub worktree: String,
-    /// Remove even with uncommitted changes.
+    /// Remove even when something would be lost.
     #[serde(default)]
     pub force: bool,
+    /// Change nothing: answer what would be lost (`{atRisk, actions}`).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// `slipway.diff`.
@@ -270,6 +274,15 @@ pub enum RunLog {}
 impl Notification for RunLog {
     type Params = Value;
     const METHOD: &'static str = "slipway/log";
+}
+
+/// `slipway.seen`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeenArgs {
+    /// The runs whose end the client has shown the user (ids are parsed: a
+    /// name that is not a run id is refused before it names a file).
+    pub run_ids: Vec<slipway_core::ids::RunId>,
 }
 
 /// `slipway.status`.
@@ -393,6 +406,9 @@ pub fn failure(e: &dyn Failure) -> jsonrpc::Error {
     let mut data = report.data;
     if !report.hints.is_empty() {
         data.insert("hints".into(), json!(report.hints));
+    }
+    if !report.actions.is_empty() {
+        data.insert("actions".into(), json!(report.actions));
     }
     error(report.kind, message, Value::Object(data))
 }

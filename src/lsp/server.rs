@@ -230,6 +230,13 @@ impl LanguageServer for SlipwayServer {
             .and_then(|w| w.work_done_progress)
             .unwrap_or(false);
         self.state.set_progress_supported(progress);
+        let confirms = params
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("confirmsSeen"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        self.state.set_confirms_seen(confirms);
         for folder in params.workspace_folders.unwrap_or_default() {
             if let Some(path) = folder.uri.to_file_path() {
                 self.state.add_root(path.into_owned()).await;
@@ -352,6 +359,11 @@ impl LanguageServer for SlipwayServer {
                 blocking(move || commands::trust(a)).await
             }
             "slipway.status" => status_command(&self.state, parse_args(&command, &args)?).await,
+            "slipway.seen" => {
+                let a: protocol::SeenArgs = parse_args(&command, &args)?;
+                let held = self.state.seen(&a.run_ids).await;
+                Ok(json!({ "runIds": a.run_ids, "held": held }))
+            }
             other => Err(error(
                 ErrorKind::UnknownCommand,
                 format!(

@@ -37,7 +37,7 @@ fn max_age() -> Duration {
 const EVENT_BACKLOG: usize = 4096;
 
 /// A worktree's changed paths and commits ahead of its base.
-pub type Status = (Vec<String>, usize);
+pub type Status = slipway_core::worktree::Counts;
 
 /// What a cached status was read for: a change in any of these (a run
 /// started or ended, the branch moved on) means reading again.

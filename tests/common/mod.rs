@@ -157,12 +157,18 @@ impl TestEnv {
 
     /// Runs `slipway --json ARGS`, asserts success and parses stdout.
     pub fn slipway_json(&self, dir: &Path, args: &[&str]) -> Value {
+        self.slipway_json_code(dir, args, 0)
+    }
+
+    /// Runs `slipway --json ARGS`, asserts it exits with `code` and parses stdout.
+    pub fn slipway_json_code(&self, dir: &Path, args: &[&str], code: i32) -> Value {
         let mut full = vec!["--json"];
         full.extend_from_slice(args);
         let out = self.slipway(dir, &full);
-        assert!(
-            out.status.success(),
-            "slipway {args:?} failed:\nstdout: {}\nstderr: {}",
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "slipway {args:?} exit code:\nstdout: {}\nstderr: {}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
@@ -185,14 +191,13 @@ impl TestEnv {
             String::from_utf8_lossy(&out.stdout)
         );
         let stdout = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let err_line = stderr
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("{\"error\""))
-            .unwrap_or_else(|| panic!("no JSON error on stderr:\n{stderr}"));
-        let err: Value = serde_json::from_str(err_line).expect("error JSON");
-        (stdout, err["error"].clone())
+        let err = json_error(&out.stderr).unwrap_or_else(|| {
+            panic!(
+                "no JSON error on stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (stdout, err)
     }
 
     /// Approves the repository's `slipway.toml` as it is now, as the user
@@ -413,6 +418,15 @@ pub fn require_docker_image() {
         ok,
         "the Docker engine or the image {TEST_IMAGE} is missing: run `bash scripts/docker-setup.sh` (as root)"
     );
+}
+
+/// The `error` object of the last `{"error": …}` line `slipway --json` wrote
+/// on stderr.
+pub fn json_error(stderr: &[u8]) -> Option<Value> {
+    let stderr = String::from_utf8_lossy(stderr);
+    let line = stderr.lines().rev().find(|l| l.starts_with("{\"error\""))?;
+    let doc: Value = serde_json::from_str(line).ok()?;
+    Some(doc["error"].clone())
 }
 
 /// Runs the docker CLI against the engine at `host` (the default one when

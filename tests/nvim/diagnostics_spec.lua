@@ -25,7 +25,7 @@ H.test('a dirty preserved worktree shows in vim.diagnostic.get() until closed wi
   H.contains(warning.msg, '2 uncommitted paths would be lost', 'the count')
   H.contains(warning.msg, 'README.md', 'the modified file')
   H.contains(warning.msg, 'scratch.txt', 'the untracked file')
-  H.contains(warning.msg, ':Slipway close ' .. created.path, 'how to discard, in editor terms')
+  H.contains(warning.msg, ':Slipway close diag/dirty (loses its work)', 'how to discard, in editor terms')
   H.not_contains(warning.msg, 'git worktree remove', 'no git command to discard')
   H.ok(warning.seq < kept.seq, 'shown before the answer')
   local offer = H.picker('slipway.close')
@@ -52,7 +52,8 @@ H.test('a dirty preserved worktree shows in vim.diagnostic.get() until closed wi
     H.eq(d.code, 'dirty-preserved-worktree', 'code')
     H.eq(d.severity, vim.diagnostic.severity.WARN, 'severity')
     H.contains(d.message, wt, 'the message names the worktree')
-    H.contains(d.message, 'discard: :Slipway close diag/dirty', 'the message says how, in editor terms')
+    H.contains(d.message, ':Slipway close diag/dirty (loses its work)', 'the message says how, in editor terms')
+    H.not_contains(d.message, 'git worktree', 'no git command around slipway')
     H.not_contains(d.message, 'git worktree remove', 'no git command in the message')
     files[#files + 1] = vim.api.nvim_buf_get_name(d.bufnr)
   end

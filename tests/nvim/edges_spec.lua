@@ -282,9 +282,7 @@ H.test('the branch picker shows ahead/behind against the upstream', function()
   vim.cmd.cd(r.repo)
   H.script_select({
     { kind = 'slipway.branch', choose = 'origin/main' },
-    { kind = 'slipway.strategy', choose = 'branch' },
   })
-  H.script_input({ 'ab/pick' })
   H.slipway('branch', { open = 'false' })
   local picker = H.picker('slipway.branch')
   local main

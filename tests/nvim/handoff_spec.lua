@@ -94,8 +94,8 @@ H.test('handoff: the command agent commits on the branch; status line before, du
   H.contains(note.msg, '2 commits on agent/work (your worktree)', 'summary names commits and branch')
   H.contains(note.line, '2 commits on agent/work', 'the one line shown says it')
   H.not_contains(note.msg, 'kept', 'the worktree the user works in is not "kept"')
-  H.contains(note.msg, 'review: :Slipway review agent/work', 'next action: review')
-  H.contains(note.msg, 'log: :Slipway log ' .. finished_events[1].runId, 'next action: the log')
+  H.contains(note.msg, ':Slipway review agent/work', 'next action: review')
+  H.contains(note.msg, ':Slipway log ' .. finished_events[1].runId, 'next action: the log')
   H.not_contains(note.msg, 'close: :Slipway close', 'no advice to close the worktree the user works in')
   H.eq(note.level, vim.log.levels.INFO, 'completed is INFO')
   H.eq(#finished_events, 1, 'User SlipwayRunFinished fired once')
@@ -129,21 +129,20 @@ H.test('run: a new worktree and an unattended run in it', function()
   H.write(gate, '')
   set_agent({ 'sh', committing_agent(dir, gate) })
   vim.cmd.cd(repo)
-  H.script_select({
-    { kind = 'slipway.strategy', choose = 'branch' },
-    {
-      kind = 'slipway.source',
-      choose = function(p)
-        return p.policy == 'current_branch'
-      end,
-    },
-  })
-  H.script_input({ 'run/new', 'do it' })
+  -- The user's defaults decide the strategy; the sidecar asks for the branch
+  -- name it needs, and nothing else is asked but the prompt.
+  H.user_config('version = 2\nstrategy = "branch"\nsource = "current_branch"\n')
+  H.script_input({ 'do it', 'run/new' })
   vim.cmd('Slipway run')
   local note = H.wait_note('completed', 60000)
   H.contains(note.msg, '2 commits on run/new', 'summary')
+  H.contains(note.line, ':Slipway review run/new', 'the line offers review (and land, cut at this width)')
+  H.contains(note.msg, ':Slipway review run/new or :Slipway land run/new', 'review and land')
   local log = vim.split(H.git(repo, 'log', '--format=%s', 'main..run/new'), '\n')
   H.eq(log, { 'agent two', 'agent one: do it' }, 'commits on run/new')
+  H.eq(H.picker('slipway.strategy'), nil, 'no strategy picker')
+  H.eq(H.picker('slipway.source'), nil, 'no source picker')
+  H.user_config(nil)
 end)
 
 H.test('cancel stops a run; the status line clears its running mark', function()
@@ -170,13 +169,26 @@ H.test('cancel stops a run; the status line clears its running mark', function()
   H.ok(H.exists(created.path), 'the worktree stays')
 end)
 
-H.test('handoff without an agent configured says how to configure one', function()
+H.test('an interactive agent without an agent configured says how to configure one', function()
   local repo = H.repo()
   vim.cmd.cd(repo)
-  local ok = H.slipway('handoff', { worktree = 'x', prompt = 'p' })
+  local ok = H.slipway('new', { strategy = 'branch', branch = 'no/agent', open = 'false' })
+  H.ok(ok, 'created')
+  ok = H.slipway('agent', { worktree = 'no/agent' })
   H.ok(not ok, 'fails')
   local note = H.wait_note('no agent configured')
   H.contains(note.msg, 'vim.g.slipway', 'says where to configure')
+end)
+
+H.test("a handoff without an agent configured takes the defaults' agent", function()
+  local repo = H.repo()
+  vim.cmd.cd(repo)
+  local ok = H.slipway('new', { strategy = 'branch', branch = 'default/agent', open = 'false' })
+  H.ok(ok, 'created')
+  -- No agent here nor in the files: the sidecar's default (`command`) needs its program.
+  ok = H.slipway('handoff', { worktree = 'default/agent', prompt = 'p' })
+  H.ok(not ok, 'fails')
+  H.wait_note('agent.command')
 end)
 
 H.test('a run that ended while no editor was open is reported when the sidecar starts', function()

@@ -239,6 +239,20 @@ function H.ui_done()
   end
 end
 
+--- Writes the user's slipway config (`$XDG_CONFIG_HOME/slipway/config.toml`:
+--- run defaults for every repository); nil removes it.
+---@param text string?
+function H.user_config(text)
+  local dir = vim.env.XDG_CONFIG_HOME .. '/slipway'
+  local file = dir .. '/config.toml'
+  if text == nil then
+    os.remove(file)
+    return
+  end
+  vim.fn.mkdir(dir, 'p')
+  H.write(file, text)
+end
+
 --- The last picker of `kind`.
 ---@param kind string
 function H.picker(kind)
@@ -421,6 +435,8 @@ end
 
 local function reset()
   H.notes, H.events, H.pickers, H.inputs, H.ui_errors = {}, {}, {}, {}, {}
+  -- A test that failed half way leaves no defaults for the next one.
+  H.user_config(nil)
   select_queue, input_queue = {}, {}
   vim.notify = capture_notify
   vim.ui.select = fake_select

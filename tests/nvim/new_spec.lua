@@ -18,14 +18,10 @@ H.test('new from a remote branch picked in the branch picker (named)', function(
   local remote_x = H.rev(r.repo, 'origin/feature/x')
   H.ok(remote_x ~= H.rev(r.repo, 'feature/x'), 'origin/feature/x differs from the local feature/x')
 
+  -- The user's defaults: a named branch, started where the user picks. The
+  -- sidecar asks for the name, then for the start point; nothing else is asked.
+  H.user_config('version = 2\nstrategy = "branch"\nsource = "ask"\n')
   H.script_select({
-    { kind = 'slipway.strategy', choose = 'branch' },
-    {
-      kind = 'slipway.source',
-      choose = function(p)
-        return p.policy == 'named'
-      end,
-    },
     {
       kind = 'slipway.branch',
       choose = function(b)
@@ -36,6 +32,7 @@ H.test('new from a remote branch picked in the branch picker (named)', function(
   H.script_input({ 'work/from-remote' })
   vim.cmd('Slipway new')
   H.wait_note('created worktree work/from-remote')
+  H.user_config(nil)
   H.wait(function()
     return vim.fn.tabpagenr('$') == 2
   end, 'the new worktree opened in a tab')
@@ -84,13 +81,6 @@ H.test('new with the ask policy: the sidecar asks, the branch picker answers', f
   vim.cmd.cd(r.repo)
   local before = host_state(r.repo)
   H.script_select({
-    { kind = 'slipway.strategy', choose = 'merge-to-head' },
-    {
-      kind = 'slipway.source',
-      choose = function(p)
-        return p.policy == 'ask'
-      end,
-    },
     {
       kind = 'slipway.branch',
       choose = function(b)
@@ -98,7 +88,7 @@ H.test('new with the ask policy: the sidecar asks, the branch picker answers', f
       end,
     },
   })
-  local ok, created = H.slipway('new', { open = 'false' })
+  local ok, created = H.slipway('new', { open = 'false', source = 'ask' })
   H.ok(ok, 'new succeeded: ' .. H.debug_state())
   local picker = H.picker('slipway.branch')
   H.contains(picker.prompt, 'start from', 'the picker says what it is for')
@@ -122,10 +112,8 @@ H.test('branch: the picker alone starts a worktree from the chosen branch', func
         return b.name == 'feature/x' and b.kind == 'local'
       end,
     },
-    { kind = 'slipway.strategy', choose = 'branch' },
   })
-  H.script_input({ 'work/from-local' })
-  local ok, created = H.slipway('branch', { open = 'false' })
+  local ok, created = H.slipway('branch', { open = 'false', strategy = 'branch', branch = 'work/from-local' })
   H.ok(ok, 'branch succeeded')
   H.eq(H.rev(created.path, 'HEAD'), H.rev(r.repo, 'feature/x'), 'started from the local feature/x')
 end)

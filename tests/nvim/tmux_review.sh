@@ -8,20 +8,7 @@
 # HOME/git config in the environment; prints `ok - …` / `FAIL - …` lines.
 # tmux is installed with apt-get when missing; if it cannot be, the test fails.
 set -uo pipefail
-
-say() { printf '%s\n' "$*"; }
-status=0
-# A failed check; the next one still runs.
-check_failed() {
-  say "FAIL - tmux: $1"
-  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    /'
-  status=1
-}
-# A failed setup: nothing after it can run.
-fail() {
-  check_failed "$@"
-  exit 1
-}
+. "$(dirname "$0")/tmux_lib.sh"
 
 if ! command -v tmux >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
@@ -30,23 +17,10 @@ if ! command -v tmux >/dev/null 2>&1; then
   command -v tmux >/dev/null 2>&1 || fail "tmux is not installed and apt-get install tmux failed"
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/slipway-tmux-XXXXXX")
-work=$(cd "$work" && pwd -P)
-session="slipway-test-$$"
-socket="$work/tmux.sock"
-cleanup() {
-  tmux -S "$socket" kill-server >/dev/null 2>&1
-  [ "${SLIPWAY_NVIM_KEEP:-0}" = 1 ] || rm -rf "$work"
-}
-trap cleanup EXIT
+tmux_setup slipway-test
 
 # A repository with a worktree holding one commit.
-repo=$work/repo
-mkdir -p "$repo"
-git -C "$repo" init -q -b main
-printf 'hello\n' >"$repo/README.md"
-git -C "$repo" add README.md
-git -C "$repo" commit -q -m initial
+tmux_repo
 out=$("$SLIPWAY_BIN" --repo "$repo" --json worktree create --branch tm/one --source host-head 2>&1) || fail "slipway worktree create" "$out"
 wt=$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')
 printf 'hello\nfrom tmux\n' >"$wt/README.md"

@@ -84,6 +84,8 @@ kinds! {
     IdleTimeout = "idleTimeout",
     /// The agent exited non-zero.
     AgentFailed = "agentFailed",
+    /// The agent's CLI is not installed (the message names the install command).
+    AgentNotInstalled = "agentNotInstalled",
     /// The run was cancelled.
     Cancelled = "cancelled",
     /// The merge back found uncommitted changes in the host.
@@ -304,6 +306,8 @@ pub struct Report {
     pub data: Map<String, Value>,
     /// What to do about it.
     pub hints: Vec<Hint>,
+    /// What to do next, as slipway commands.
+    pub actions: Vec<crate::actions::Action>,
 }
 
 impl Report {
@@ -333,13 +337,19 @@ pub trait Failure: std::error::Error {
         Vec::new()
     }
 
-    /// Kind, message, data and hints together.
+    /// The slipway commands that deal with what was left; none by default.
+    fn actions(&self) -> Vec<crate::actions::Action> {
+        Vec::new()
+    }
+
+    /// Kind, message, data, hints and actions together.
     fn report(&self) -> Report {
         Report {
             kind: self.kind(),
             message: self.to_string(),
             data: self.data(),
             hints: self.hints(),
+            actions: self.actions(),
         }
     }
 }
@@ -362,13 +372,36 @@ failure_by_kind!(
     crate::agent::session::SessionError,
     crate::workspace::edit::EditError,
     crate::workspace::validate::ValidationError,
-    crate::git::merge::MergeError,
     crate::git::import::ImportError,
     crate::worktree::RecordError,
     crate::worktree::CreateError,
     crate::worktree::CloseError,
     crate::run::private_git::RunGitError,
 );
+
+/// A merge back or land refused: the branch is kept where it was, so it can
+/// be reviewed, landed once the way is clear, or discarded.
+impl Failure for crate::git::merge::MergeError {
+    fn kind(&self) -> ErrorKind {
+        crate::git::merge::MergeError::kind(self)
+    }
+
+    fn actions(&self) -> Vec<crate::actions::Action> {
+        use crate::git::merge::MergeError;
+        match self {
+            MergeError::DetachedHost { branch }
+            | MergeError::HostSwitched { branch, .. }
+            | MergeError::HostDirty { branch, .. }
+            | MergeError::Conflict { branch, .. }
+            | MergeError::Timeout { branch, .. }
+            | MergeError::Raced { branch, .. }
+            | MergeError::WriteFailed { branch, .. } => crate::actions::unlanded(branch),
+            MergeError::NoSuchBranch { .. } | MergeError::Journal(_) | MergeError::Git(_) => {
+                Vec::new()
+            }
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@
 //! arguments and results.
 #![deny(clippy::print_stdout)]
 
+pub mod actions;
 pub mod agent;
 pub mod error;
 pub mod git;

@@ -121,6 +121,11 @@ pub fn utc_clock(secs: u64) -> String {
     format!("{y:04}-{m:02}-{d:02} {clock}")
 }
 
+/// `n` and the noun, singular or plural as `n` wants: "1 commit", "3 commits".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod clock_tests {
     #[test]

@@ -33,8 +33,10 @@ const SLIPWAY_BIN = need('SLIPWAY_BIN');
 const ARTIFACTS = need('ARTIFACTS');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const STATUS_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.status"]';
+const LAND_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.land"]';
+const DISCARD_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.discard"]';
 const QUICK_INPUT = '.quick-input-widget';
-const WATCHDOG_MS = 420_000;
+const WATCHDOG_MS = 600_000;
 
 let passed = 0;
 let failed = 0;
@@ -492,9 +494,11 @@ async function main(): Promise<void> {
       // The agent waits at its gate: the run's cancellable progress shows meanwhile.
       const progress = toast(page, 'slipway: agent run');
       await progress.waitFor({ state: 'visible', timeout: 20_000 });
-      await poll('progress message from $/progress', async () =>
-        /agentStarted|iteration/.test(await progress.innerText()) ? true : undefined,
+      // The current step follows the agent: its output line, in people's words.
+      await poll("the agent's output as the progress step", async () =>
+        (await progress.innerText()).includes('agent got prompt: add two files') ? true : undefined,
       );
+      assert(!/agentStarted|worktreeReady/.test(await progress.innerText()), `an event key in the progress: ${await progress.innerText()}`);
       const buttons = await progress.locator('.monaco-button').allInnerTexts();
       assert(buttons.includes('Cancel'), `the progress has no Cancel button: ${JSON.stringify(buttons)}`);
       await shot(page, 'run-progress.png');
@@ -503,10 +507,7 @@ async function main(): Promise<void> {
       await done.waitFor({ state: 'visible', timeout: 60_000 });
       await shot(page, 'run-finished.png');
       const actions = await done.locator('.monaco-button').allInnerTexts();
-      assert(
-        actions.includes('Open') && actions.includes('Close Worktree…') && actions.includes('Dismiss') && !actions.includes('Close'),
-        `actions are ${JSON.stringify(actions)}`,
-      );
+      assert(actions.includes('Review') && actions.includes('Land…') && actions.includes('Open'), `actions are ${JSON.stringify(actions)}`);
       const commits = fx.git(fx.repo, 'log', '--format=%s', `${before}..feature/search-ui`).split('\n');
       assert(JSON.stringify(commits) === JSON.stringify(['agent: change 2', 'agent: change 1']), `commits: ${JSON.stringify(commits)}`);
       assert(fx.git(worktreePath, 'status', '--porcelain') === '', 'the worktree is not clean');
@@ -545,7 +546,9 @@ async function main(): Promise<void> {
       const rows = (await page.locator('.pane-body .monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
       log(`view rows: ${JSON.stringify(rows)}`);
       assert(rows.some((r) => /agent-1\.txt.*A/.test(r)), `agent-1.txt is not marked added: ${JSON.stringify(rows)}`);
-      assert(!rows.some((r) => r.includes('search.txt')), `search.txt (in the base) is listed as changed: ${JSON.stringify(rows)}`);
+      // Review compares with where the branch meets main now: search.txt, from
+      // origin/feature/search where the worktree started, lands with it.
+      assert(rows.some((r) => /search\.txt.*A/.test(r)), `search.txt (not on main) is not listed: ${JSON.stringify(rows)}`);
       await shot(page, 'view.png');
     });
 
@@ -581,26 +584,28 @@ async function main(): Promise<void> {
       await runCommand(page, 'View: Toggle Panel Visibility');
     });
 
-    await check('Discard asks first in a modal; Cancel keeps the worktree and its branch', async () => {
+    await check("Discard of work found nowhere else lists the sidecar's dry run; Enter keeps it", async () => {
       const wt = viewRow('feature/search-ui');
       await wt.hover();
       await wt.locator('.action-label[aria-label="Discard Worktree…"]').click();
       const dialog = page.locator('.monaco-dialog-box');
       await dialog.waitFor({ state: 'visible', timeout: 20_000 });
       const text = await dialog.innerText();
-      assert(text.includes('Discard the worktree feature/search-ui?'), `dialog: ${text}`);
+      assert(text.includes('Discard feature/search-ui? 2 commits would be lost'), `dialog: ${text}`);
+      assert(text.includes('agent: change 1') && text.includes('agent: change 2'), `the dialog does not list the commits: ${text}`);
       assert(text.includes('deletes the branch feature/search-ui'), `the dialog does not say the branch goes: ${text}`);
       await shot(page, 'discard-dialog.png');
-      await dialog.locator('.monaco-button', { hasText: 'Cancel' }).click();
+      // The default button is the safe one: Enter keeps the work.
+      await page.keyboard.press('Enter');
       await dialog.waitFor({ state: 'hidden' });
       // A later round trip through the same client (List Worktrees asks the
-      // sidecar) still lists the worktree: a discard sent on Cancel is over by then.
+      // sidecar) still lists the worktree: a discard sent on Enter is over by then.
       await runCommand(page, 'slipway: List Worktrees');
       const listed = page.locator(QUICK_INPUT).locator('.monaco-list-row', { hasText: 'feature/search-ui' }).first();
       await listed.waitFor({ state: 'visible', timeout: 20_000 });
       await page.keyboard.press('Escape');
-      assert(fs.existsSync(worktreePath), 'the worktree went away after Cancel');
-      assert(fx.git(fx.repo, 'branch', '--list', 'feature/search-ui') !== '', 'the branch went away after Cancel');
+      assert(fs.existsSync(worktreePath), 'Enter discarded the worktree');
+      assert(fx.git(fx.repo, 'branch', '--list', 'feature/search-ui') !== '', 'Enter deleted the branch');
     });
 
     await check('Land (a mode the sidecar names) merges the branch into the host branch', async () => {
@@ -672,6 +677,50 @@ async function main(): Promise<void> {
       await poll('status bar back to 0 worktrees', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
     });
 
+    // A worktree whose work is home already: made and landed by the command line.
+    const landed = JSON.parse(
+      execFileSync(SLIPWAY_BIN, ['--json', 'worktree', 'create', '--branch', 'feature/landed'], { cwd: fx.repo, env, encoding: 'utf8' }),
+    ) as { path: string };
+    fs.writeFileSync(path.join(landed.path, 'landed.txt'), 'landed\n');
+    fx.git(landed.path, 'add', '.');
+    fx.git(landed.path, 'commit', '-q', '-m', 'landed work');
+    execFileSync(SLIPWAY_BIN, ['land', 'feature/landed', '--how', 'squash'], { cwd: fx.repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    await check('in a worktree the status bar offers Land and Discard', async () => {
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      await poll('the status bar knows the landed worktree', async () => ((await item.innerText()).includes('1 worktree') ? true : undefined));
+      await runCommand(page, 'slipway: Review Worktree');
+      const pickWt = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'feature/landed' }).first();
+      await pickWt.waitFor({ state: 'visible' });
+      await pickWt.click();
+      const pickFile = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'landed.txt' }).first();
+      await pickFile.waitFor({ state: 'visible' });
+      await pickFile.click();
+      await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 20_000 });
+      await poll('the diff tab of landed.txt', async () =>
+        ((await page.locator('.tabs-container .tab.active').innerText()).includes('landed.txt') ? true : undefined),
+      );
+      for (const [sel, text] of [
+        [LAND_ITEM, 'Land'],
+        [DISCARD_ITEM, 'Discard'],
+      ] as const) {
+        const it = page.locator(sel);
+        await it.waitFor({ state: 'visible', timeout: 20_000 });
+        assert((await it.innerText()).includes(text), `the ${text} item reads ${await it.innerText()}`);
+      }
+      await shot(page, 'statusbar-land-discard.png', page.locator('#workbench\\.parts\\.statusbar'));
+    });
+
+    await check('Discard of landed work asks nothing, and the diff tab of the removed worktree closes', async () => {
+      await page.locator(DISCARD_ITEM).click();
+      await toast(page, 'slipway: feature/landed discarded').waitFor({ state: 'visible', timeout: 20_000 });
+      assert(!fs.existsSync(landed.path), 'the landed worktree is still on disk');
+      assert((await page.locator('.monaco-dialog-box').count()) === 0, 'a dialog asked about work that is home');
+      await poll('the diff tab closed', async () =>
+        (await page.locator('.tabs-container .tab', { hasText: 'landed.txt' }).count()) === 0 ? true : undefined,
+      );
+      await shot(page, 'discarded-landed.png');
+    });
+
     await check('Run Agent on Workspace: one branch picker per ask mount, in order, then the run', async () => {
       await runCommand(page, 'Notifications: Clear All Notifications');
       await runCommand(page, 'slipway: Run Agent on Workspace');
@@ -708,8 +757,9 @@ async function main(): Promise<void> {
       const widget = page.locator(QUICK_INPUT);
       const start = async (): Promise<void> => {
         await runCommand(page, 'slipway: Run Agent in New Worktree');
-        await answerInput(page, 'Branch for the run', 'feature/trusted');
-        await answerInput(page, 'Prompt for the run on feature/trusted', 'add two files');
+        // The prompt first; the branch only when the sidecar says it is missing,
+        // and trust comes before that.
+        await answerInput(page, 'Prompt for the run', 'add two files');
         await poll('the trust picker', async () => ((await widget.locator('.quick-input-title').innerText()).includes('Trust slipway.toml?') ? true : undefined));
       };
       await start();
@@ -725,9 +775,10 @@ async function main(): Promise<void> {
       await toast(page, 'not trusted; nothing was done').waitFor({ state: 'visible', timeout: 20_000 });
       assert(fs.readdirSync(marks).length === 0, 'the hook ran after Cancel');
       assert(!fx.git(fx.repo, 'worktree', 'list').includes('feature-trusted'), 'a worktree was made after Cancel');
-      // Again, and Trust: the approval is recorded, the same run is sent again (its source asked), and the hook runs.
+      // Again, and Trust: the approval is recorded, the same run is sent again (its branch and source asked), and the hook runs.
       await start();
       await widget.locator('.monaco-list-row', { hasText: /approve slipway\.toml at/ }).first().click();
+      await answerInput(page, 'Branch for the run', 'feature/trusted');
       const main = widget.locator('.monaco-list-row', { hasText: 'main' }).first();
       await poll('the source picker', async () => ((await widget.locator('.quick-input-title').innerText()).includes('from') ? true : undefined));
       await main.waitFor({ state: 'visible', timeout: 20_000 });
@@ -770,6 +821,65 @@ async function main(): Promise<void> {
       await fix.fill(SLIPWAY_BIN);
       await fix.press('Tab');
       await poll('status bar back', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
+    });
+
+    await check('a bare slipway.path is found in ~/.cargo/bin, and Retry looks again', async () => {
+      // The Settings editor of the check before is still open.
+      const cargoBin = path.join(String(env.HOME), '.cargo', 'bin');
+      const editor = page.locator('.settings-editor .setting-item-contents', { hasText: 'Slipway: Path' }).locator('.setting-item-control input').first();
+      await editor.waitFor({ state: 'visible' });
+      await editor.fill('slipway');
+      await editor.press('Tab');
+      const error = toast(page, "cannot find the slipway binary 'slipway'");
+      await error.waitFor({ state: 'visible', timeout: 20_000 });
+      const said = await error.innerText();
+      assert(said.includes(cargoBin), `the error does not say where it looked: ${said}`);
+      await shot(page, 'missing-binary-cargo.png');
+      // Installed meanwhile (cargo install puts it there); Retry finds it without a restart.
+      fs.mkdirSync(cargoBin, { recursive: true });
+      fs.symlinkSync(SLIPWAY_BIN, path.join(cargoBin, 'slipway'));
+      await error.locator('.monaco-button', { hasText: 'Retry' }).click();
+      await poll('status bar back through ~/.cargo/bin', async () => ((await item.innerText()).includes('0 worktrees') ? true : undefined));
+    });
+
+    await check("a window that reconnects is told of the run that ended while it was away", async () => {
+      // A fresh window (the Settings editor of the checks before overlays this one).
+      await page.goto(url);
+      await poll('the status bar of the fresh window', async () => (/worktrees?/.test(await item.innerText()) ? true : undefined), 60_000);
+      await runCommand(page, 'slipway: Run Agent in New Worktree');
+      await answerInput(page, 'Prompt for the run', 'while you were away');
+      await answerInput(page, 'Branch for the run', 'feature/away');
+      const row = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'main' }).first();
+      await row.waitFor({ state: 'visible', timeout: 20_000 });
+      await row.click();
+      const record = (): string | undefined => {
+        const dir = path.join(fx.repo, '.slipway', 'runs');
+        for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.json') && !n.endsWith('.request.json'))) {
+          const r = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { state: string; branch?: string };
+          if (r.branch === 'feature/away') {
+            return r.state;
+          }
+        }
+        return undefined;
+      };
+      await poll('the run started', () => (record() === 'running' ? true : undefined));
+      // The tab goes while the agent works; its extension host lingers for the
+      // reconnection grace with the sidecar that hears the end.
+      await page.close();
+      await poll('the run ended', () => (record() === 'finished' ? true : undefined), 60_000);
+      const again = await context.newPage();
+      await again.goto(url);
+      // However it ended (the agent's files are on main already: its commit fails), it is told.
+      const told = again.locator('.notification-toast', { hasText: /slipway: run \w+( \w+)? on feature\/away/ }).first();
+      await told.waitFor({ state: 'visible', timeout: 60_000 }).catch(async (e: unknown) => {
+        await shot(again, 'reconnected-failure.png');
+        await runCommand(again, 'Notifications: Show Notifications').catch(() => undefined);
+        await shot(again, 'reconnected-failure-center.png');
+        throw e;
+      });
+      const buttons = await told.locator('.monaco-button').allInnerTexts();
+      assert(buttons.includes('Review') && buttons.includes('Land…'), `buttons: ${JSON.stringify(buttons)}`);
+      await shot(again, 'reconnected-run-finished.png');
     });
 
     await check("the agent program in the repository's .vscode/settings.json never ran (user settings only)", () => {

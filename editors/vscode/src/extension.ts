@@ -7,11 +7,9 @@ import {
   agentFromSettings,
   type BranchPickEntry,
   branchItems,
-  closeConfirmView,
   closePreservedView,
   DIFF_SCHEME,
-  discardConfirmView,
-  discardPreservedView,
+  discardRiskView,
   landedMessage,
   landModeItems,
   quarantineView,
@@ -38,9 +36,11 @@ import {
   type Sandbox,
   type SlipwayApi,
   type SlipwayError,
+  type StatusNotification,
   type TrustFile,
   type Vocabularies,
   toSlipwayError,
+  withBranchAsk,
   withMountSourcePicks,
   withSourcePick,
   withTrust,
@@ -59,6 +59,11 @@ class Cancelled extends Error {}
 class Extension implements vscode.Disposable {
   private readonly sidecar: Sidecar;
   private readonly item: vscode.StatusBarItem;
+  /** Land and Discard of the worktree the editor is in. */
+  private readonly landItem: vscode.StatusBarItem;
+  private readonly discardItem: vscode.StatusBarItem;
+  /** The worktree paths of the last status, to notice those removed since. */
+  private knownWorktrees = new Set<string>();
   private view: StatusView = statusView(undefined, { paths: [] });
   private readonly disposables: { dispose(): unknown }[] = [];
   private readonly worktreesView: WorktreesProvider;
@@ -73,7 +78,13 @@ class Extension implements vscode.Disposable {
     this.item = vscode.window.createStatusBarItem('status', vscode.StatusBarAlignment.Left, 50);
     this.item.name = 'slipway';
     this.item.command = 'slipway.listWorktrees';
-    this.disposables.push(output, this.sidecar, this.item);
+    this.landItem = vscode.window.createStatusBarItem('land', vscode.StatusBarAlignment.Left, 49);
+    this.landItem.name = 'slipway: Land';
+    this.landItem.text = '$(git-merge) Land';
+    this.discardItem = vscode.window.createStatusBarItem('discard', vscode.StatusBarAlignment.Left, 48);
+    this.discardItem.name = 'slipway: Discard';
+    this.discardItem.text = '$(trash) Discard';
+    this.disposables.push(output, this.sidecar, this.item, this.landItem, this.discardItem);
     this.worktreesView = new WorktreesProvider(this.sidecar);
     this.runsView = new RunsProvider(this.sidecar);
     this.logs = new RunLogs(this.sidecar);
@@ -86,7 +97,10 @@ class Extension implements vscode.Disposable {
       vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, new DiffDocuments(this.sidecar)),
     );
     this.disposables.push(
-      this.sidecar.onStatus(() => this.render()),
+      this.sidecar.onStatus((status) => {
+        this.closeRemovedTabs(status);
+        this.render();
+      }),
       this.sidecar.onRunFinished((p) => void this.runFinished(p)),
       vscode.window.onDidChangeActiveTextEditor(() => this.render()),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.render()),
@@ -111,6 +125,7 @@ class Extension implements vscode.Disposable {
       ['slipway.openDiff', (arg) => this.openDiff(arg)],
       ['slipway.landWorktree', (arg) => this.land(arg)],
       ['slipway.discardWorktree', (arg) => this.discard(arg)],
+      ['slipway.reviewWorktree', (arg) => this.review(arg)],
       ['slipway.showRunLog', (arg) => this.showRunLog(arg)],
       ['slipway.refreshView', () => this.refreshView()],
     ];
@@ -181,6 +196,45 @@ class Extension implements vscode.Disposable {
     void vscode.commands.executeCommand('setContext', 'slipway.hasWorktrees', repos.some((r) => r.worktrees.length > 0));
     void vscode.commands.executeCommand('setContext', 'slipway.runActive', repos.some((r) => r.running > 0));
     void vscode.commands.executeCommand('setContext', 'slipway.inWorktree', this.view.current !== undefined);
+    const current = this.sidecar.api ? this.view.current : undefined;
+    for (const [item, verb, command] of [
+      [this.landItem, 'Land', 'slipway.landWorktree'],
+      [this.discardItem, 'Discard', 'slipway.discardWorktree'],
+    ] as const) {
+      if (current) {
+        item.tooltip = `slipway: ${verb} ${current.branch}`;
+        // On this worktree, not a picker of every one.
+        item.command = { command, title: `${verb} ${current.branch}`, arguments: [vscode.Uri.file(current.path)] };
+        item.show();
+      } else {
+        item.hide();
+      }
+    }
+  }
+
+  /** Editor tabs of worktrees that are gone (closed, discarded, removed from outside) close too. */
+  private closeRemovedTabs(status: StatusNotification | undefined): void {
+    if (status === undefined) {
+      return;
+    }
+    const now = new Set(status.repositories.flatMap((r) => r.worktrees.map((w) => w.path)));
+    const removed = [...this.knownWorktrees].filter((p) => !now.has(p));
+    this.knownWorktrees = now;
+    if (removed.length === 0) {
+      return;
+    }
+    const inRemoved = (uri: vscode.Uri): boolean =>
+      (uri.scheme === 'file' || uri.scheme === DIFF_SCHEME) && removed.some((p) => uri.path === p || uri.path.startsWith(`${p}/`));
+    const stale = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) =>
+        t.input instanceof vscode.TabInputTextDiff
+          ? inRemoved(t.input.modified) || inRemoved(t.input.original)
+          : t.input instanceof vscode.TabInputText && inRemoved(t.input.uri),
+      );
+    if (stale.length > 0) {
+      void vscode.window.tabGroups.close(stale, true);
+    }
   }
 
   // -------------------------------------------------------------------------
@@ -230,14 +284,27 @@ class Extension implements vscode.Disposable {
   private agentSettings(): { type: string; command: string[]; model: string; effort: string } {
     const c = this.config();
     return {
-      type: userSetting('agent.type', 'claude-code'),
+      type: userSetting('agent.type', ''),
       command: userSetting<string[]>('agent.command', []),
       model: c.get<string>('agent.model', ''),
       effort: c.get<string>('agent.effort', ''),
     };
   }
 
+  /** The agent setting; undefined when unset (the repository's or the user's default applies). */
+  private runAgent(): Agent | undefined {
+    return this.agentSettings().type === '' ? undefined : this.agent();
+  }
+
   private agent(): Agent {
+    if (this.agentSettings().type === '') {
+      void vscode.window.showErrorMessage('slipway: an interactive agent needs slipway.agent.type (e.g. claude-code).', 'Open Settings').then((choice) => {
+        if (choice) {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'slipway.agent');
+        }
+      });
+      throw new Cancelled();
+    }
     const built = agentFromSettings(this.agentSettings(), this.names().agents);
     if ('error' in built) {
       void vscode.window.showErrorMessage(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
@@ -452,6 +519,24 @@ class Extension implements vscode.Disposable {
       this.pickBranch(root, `${e.kind === 'sourceBranchRequired' ? 'Start' : `${e.message} — start`} ${what} from…`, e.data?.choices);
   }
 
+  /** The strategy setting; undefined when unset (the defaults decide). */
+  private strategySetting(): WorktreeStrategy | undefined {
+    const s = userSetting<string>('strategy', '');
+    return s === '' ? undefined : (s as WorktreeStrategy);
+  }
+
+  /** A branch name, or undefined when the input was dismissed. */
+  private async askBranchName(prompt: string): Promise<string | undefined> {
+    try {
+      return await this.branchName(prompt);
+    } catch (error) {
+      if (error instanceof Cancelled) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
   private async branchName(prompt: string): Promise<string> {
     const name = await vscode.window.showInputBox({
       title: 'slipway',
@@ -577,16 +662,22 @@ class Extension implements vscode.Disposable {
 
   private async newWorktree(arg: unknown): Promise<void> {
     const root = await this.root(arg);
-    const strategy = userSetting<WorktreeStrategy>('strategy', 'branch');
-    const branch = strategy === 'branch' ? await this.branchName('Branch for the new worktree (new or existing)') : undefined;
+    // Unset settings leave strategy and source to the repository's and the user's
+    // defaults; the sidecar says what is still missing, and only that is asked.
+    const strategy = this.strategySetting();
     const built = agentFromSettings(this.agentSettings(), this.names().agents);
     const agent = 'agent' in built ? built.agent : undefined;
     const api = this.api();
     const created = await this.trusting(root, () =>
-      withSourcePick(
-        (source) => api.createWorktree({ root, strategy, branch, source, agent }),
-        this.sourceFor(root),
-        this.pickOnSourceError(root, branch ?? 'the worktree'),
+      withBranchAsk(
+        (branch) =>
+          withSourcePick(
+            (source) => api.createWorktree({ root, strategy, branch, source, agent }),
+            this.sourceFor(root),
+            this.pickOnSourceError(root, branch ?? 'the worktree'),
+          ),
+        undefined,
+        () => this.askBranchName('Branch for the new worktree (new or existing)'),
       ),
     );
     if (created === undefined) {
@@ -660,7 +751,7 @@ class Extension implements vscode.Disposable {
 
   private async handOff(arg: unknown): Promise<void> {
     const w = await this.targetWorktree(arg, 'Hand off');
-    const agent = this.agent();
+    const agent = this.runAgent();
     const sandbox = this.sandbox();
     const prompt = await this.prompt(`the unattended run on ${w.branch}`);
     const root = this.repoRootOf(w);
@@ -678,18 +769,22 @@ class Extension implements vscode.Disposable {
 
   private async runInNewWorktree(arg: unknown): Promise<void> {
     const root = await this.root(arg);
-    const strategy = userSetting<WorktreeStrategy>('strategy', 'branch');
-    const branch = strategy === 'branch' ? await this.branchName('Branch for the run (new or existing)') : undefined;
-    const agent = this.agent();
+    const strategy = this.strategySetting();
+    const agent = this.runAgent();
     const sandbox = this.sandbox();
-    const prompt = await this.prompt(branch ? `the run on ${branch}` : 'the run');
+    const prompt = await this.prompt('the run');
     const api = this.api();
     const started = await this.trusting(root, () =>
-      withSourcePick(
-        (source) =>
-          api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
-        this.sourceFor(root),
-        this.pickOnSourceError(root, branch ?? 'the run'),
+      withBranchAsk(
+        (branch) =>
+          withSourcePick(
+            (source) =>
+              api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
+            this.sourceFor(root),
+            this.pickOnSourceError(root, branch ?? 'the run'),
+          ),
+        undefined,
+        () => this.askBranchName('Branch for the run (new or existing)'),
       ),
     );
     if (started) {
@@ -704,7 +799,7 @@ class Extension implements vscode.Disposable {
       void vscode.window.showErrorMessage(`slipway: workspace ${workspace.name} has no mount that is a git repository.`);
       return;
     }
-    const agent = this.agent();
+    const agent = this.runAgent();
     const sandbox = this.sandbox();
     const prompt = await this.prompt(`the run on workspace ${workspace.name}`);
     const api = this.api();
@@ -842,20 +937,37 @@ class Extension implements vscode.Disposable {
         : view.severity === 'warning'
           ? vscode.window.showWarningMessage
           : vscode.window.showErrorMessage;
-    const choice = await show(view.message, ...view.actions);
+    const shown = show(view.message, ...view.actions);
+    void this.confirmShown(p.runId);
+    const choice = await shown;
     await this.guard(async () => {
+      const target = p.actions?.find((a) => a.worktree)?.worktree ?? p.branch;
       if (choice === 'Open' && p.preservedWorktreePath) {
         await this.open(p.preservedWorktreePath, undefined, p.branch);
-      } else if (choice === 'Close Worktree…' && p.preservedWorktreePath) {
-        const ask = closeConfirmView(p.branch, p.preservedWorktreePath);
-        const sure = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button);
-        if (sure === ask.button) {
-          await this.close(p.root, p.preservedWorktreePath);
-        }
+      } else if (choice === 'Review') {
+        await this.reviewSelector(p.root, target);
+      } else if (choice === 'Land…') {
+        await this.landSelector(p.root, target, p.branch);
       } else if (choice === 'Show Log') {
         await this.showRunLog(p.runId, p.root, p.logFile);
       }
     }, []);
+  }
+
+  /**
+   * Tells the sidecar the window showed a run's end. The round trip to the window
+   * first (`setContext` runs there) proves it is there to see it: an extension host
+   * whose browser tab is gone never gets past it, and the run is told to the next window.
+   */
+  private async confirmShown(runId: string): Promise<void> {
+    await vscode.commands.executeCommand('setContext', 'slipway.lastRunShown', runId);
+    try {
+      await this.sidecar.api?.seen([runId]);
+    } catch (error) {
+      if (!isUnknownCommand(error)) {
+        this.sidecar.output.warn(`slipway.seen ${runId}: ${String(error)}`);
+      }
+    }
   }
 
   // -------------------------------------------------------------------------
@@ -884,55 +996,83 @@ class Extension implements vscode.Disposable {
 
   private async land(arg: unknown): Promise<void> {
     const w = await this.targetWorktree(arg, 'Land worktree', arg === undefined);
+    await this.landSelector(this.repoRootOf(w), w.id, w.branch);
+  }
+
+  /** Lands a worktree or a kept branch (`worktree`: a selector). */
+  private async landSelector(root: string, worktree: string, branch: string): Promise<void> {
     const modes = this.names().landModes;
     if (modes.length === 0) {
       void vscode.window.showErrorMessage('slipway: this sidecar names no land modes (landModes); update the slipway binary.');
       return;
     }
-    const root = this.repoRootOf(w);
-    const picked = await vscode.window.showQuickPick(landModeItems(modes, w.branch, "the host's current branch"), {
-      title: `Land ${w.branch}`,
+    const picked = await vscode.window.showQuickPick(landModeItems(modes, branch, "the host's current branch"), {
+      title: `Land ${branch}`,
       placeHolder: 'How the branch comes into the host branch',
     });
     if (!picked) {
       return;
     }
-    const answer = await this.api().land({ root, worktree: w.id, how: picked.how });
-    const choice = await vscode.window.showInformationMessage(landedMessage(w.branch, answer), 'Discard Worktree…');
+    const answer = await this.api().land({ root, worktree, how: picked.how });
+    // The work is home: discarding it now loses nothing, so it asks nothing.
+    const choice = await vscode.window.showInformationMessage(landedMessage(branch, answer), 'Discard Worktree');
     if (choice) {
-      await this.discardWorktree(w);
+      await this.discardSelector(root, worktree);
     }
   }
 
   private async discard(arg: unknown): Promise<void> {
-    await this.discardWorktree(await this.targetWorktree(arg, 'Discard worktree', arg === undefined));
+    const w = await this.targetWorktree(arg, 'Discard worktree', arg === undefined);
+    await this.discardSelector(this.repoRootOf(w), w.id);
   }
 
-  private async discardWorktree(w: WorktreeStatus): Promise<void> {
-    const root = this.repoRootOf(w);
-    const ask = discardConfirmView(w);
-    // Destructive: a modal first; its Cancel (and Escape) sends nothing.
-    const sure = await vscode.window.showWarningMessage(ask.message, { modal: true, detail: ask.detail }, ask.button);
-    if (sure !== ask.button) {
-      return;
-    }
+  /**
+   * Discards a worktree (or a kept branch). The sidecar's dry run says what would be
+   * lost; only when that is not nothing does a modal list it, with Keep It as its
+   * default button (Enter keeps the work).
+   */
+  private async discardSelector(root: string, worktree: string): Promise<void> {
     const api = this.api();
-    const answer = await api.discard({ root, worktree: w.id });
+    const preview = await api.discardDryRun({ root, worktree });
+    const risk = discardRiskView(preview);
+    let force = false;
+    if (risk !== undefined) {
+      const choice = await vscode.window.showWarningMessage(risk.message, { modal: true, detail: risk.detail }, risk.keep, risk.lose);
+      if (choice !== risk.lose) {
+        return;
+      }
+      force = true;
+    }
+    const answer = await api.discard({ root, worktree, force });
     if (answer.removed) {
       this.removeFolder(answer.path);
-      void vscode.window.showInformationMessage(`slipway: worktree ${answer.branch} discarded.`);
+      void vscode.window.showInformationMessage(`slipway: ${answer.branch} discarded${force ? ' with its work' : ''}.`);
+    } else {
+      void vscode.window.showWarningMessage(`slipway: ${answer.branch} was kept: ${answer.reason}`);
+    }
+  }
+
+  private async review(arg: unknown): Promise<void> {
+    const w = await this.targetWorktree(arg, 'Review worktree', arg === undefined);
+    await this.reviewSelector(this.repoRootOf(w), w.id);
+  }
+
+  /** The changed files of a worktree (or kept branch) in a QuickPick; the pick opens its diff. */
+  private async reviewSelector(root: string, worktree: string): Promise<void> {
+    const diff = await this.api().diff(root, worktree);
+    const w = (await this.worktrees(root)).find((x) => x.id === worktree || x.branch === worktree);
+    if (diff.files.length === 0) {
+      void vscode.window.showInformationMessage(`slipway: nothing to review in ${worktree}: no change against ${diff.target ?? 'its base'}.`);
       return;
     }
-    const again = discardPreservedView(answer);
-    const force = await vscode.window.showWarningMessage(again.message, { modal: true, detail: again.detail }, again.button);
-    if (force !== again.button) {
+    const picked = await vscode.window.showQuickPick(
+      diff.files.map((file) => ({ label: file.path, description: `${file.status} +${file.additions} -${file.deletions}`, file })),
+      { title: `Review ${worktree} (against ${diff.target ?? 'its base'})` },
+    );
+    if (!picked || w === undefined) {
       return;
     }
-    const forced = await api.discard({ root, worktree: w.id, force: true });
-    if (forced.removed) {
-      this.removeFolder(forced.path);
-      void vscode.window.showInformationMessage(`slipway: worktree ${forced.branch} discarded with its work.`);
-    }
+    await openDiff({ kind: 'file', root, worktree: w, base: diff.base, file: picked.file });
   }
 
   private async showRunLog(arg: unknown, root?: string, logFile?: string): Promise<void> {

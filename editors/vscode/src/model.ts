@@ -7,6 +7,7 @@ import type {
   BranchInfo,
   ClosePreserved,
   DiffFile,
+  DryRunResult,
   LandResult,
   LogNotification,
   QuarantineFinding,
@@ -311,7 +312,7 @@ export function statusView(status: StatusNotification | undefined, ctx: StatusCo
 // Run finished
 
 /** `Close Worktree…` asks first (it deletes the worktree); `Dismiss` only hides the notification. */
-export type RunAction = 'Open' | 'Close Worktree…' | 'Show Log' | 'Dismiss';
+export type RunAction = 'Review' | 'Land…' | 'Open' | 'Show Log';
 
 export interface RunFinishedView {
   severity: 'info' | 'warning' | 'error';
@@ -348,11 +349,19 @@ export function runFinishedView(p: RunFinished): RunFinishedView {
   if (p.keptBranch) {
     message += ` — ${p.keptBranch}`;
   }
+  // What to do next is the sidecar's (`actions`): review and land what is not home yet.
   const actions: RunAction[] = [];
-  if (p.preservedWorktreePath) {
-    actions.push('Open', 'Close Worktree…');
+  const kinds = new Set((p.actions ?? []).map((a) => a.kind));
+  if (kinds.has('review')) {
+    actions.push('Review');
   }
-  actions.push('Show Log', 'Dismiss');
+  if (kinds.has('land')) {
+    actions.push('Land…');
+  }
+  if (p.preservedWorktreePath) {
+    actions.push('Open');
+  }
+  actions.push('Show Log');
   return { severity, message, actions };
 }
 
@@ -575,28 +584,43 @@ export function landedMessage(branch: string, r: LandResult): string {
   return `slipway: ${branch} landed into ${r.into} (${r.kind}, ${r.commit.slice(0, 10)})${read}`;
 }
 
-/** The modal before a discard: what goes away. */
-export function discardConfirmView(w: WorktreeStatus): { message: string; detail: string; button: string } {
-  const lines = [`Removes ${w.path} and deletes the branch ${w.branch}.`];
-  if (w.ahead > 0) {
-    lines.push(`The branch holds ${w.ahead} commit${w.ahead === 1 ? '' : 's'} since its base.`);
+/**
+ * The modal before a discard that would lose work: exactly what the sidecar's dry run
+ * lists (`atRisk`). Undefined when nothing would be lost: then nothing is asked. `keep`
+ * comes first, so the dialog's default (Enter) keeps the work.
+ */
+export function discardRiskView(d: DryRunResult): { message: string; detail: string; keep: string; lose: string } | undefined {
+  const { uncommitted, commits } = d.atRisk;
+  if (uncommitted.length === 0 && commits.length === 0) {
+    return undefined;
   }
-  if (w.dirty) {
-    lines.push(`${w.changedFiles} uncommitted file${w.changedFiles === 1 ? '' : 's'}.`);
+  const what: string[] = [];
+  if (commits.length > 0) {
+    what.push(`${commits.length} commit${commits.length === 1 ? '' : 's'}`);
   }
-  lines.push('Work found on no other branch, or uncommitted, is only removed after a second confirmation.');
-  return { message: `Discard the worktree ${w.branch}?`, detail: lines.join('\n'), button: 'Discard Worktree' };
-}
-
-/** The second modal, when the sidecar kept the worktree (unique commits or uncommitted files). */
-export function discardPreservedView(r: ClosePreserved): { message: string; detail: string; button: string } {
-  const shown = r.changedPaths.slice(0, 20);
-  const more = r.changedPaths.length - shown.length;
-  const lines = [`${r.preservedPath} was kept: ${r.reason}.`];
-  if (shown.length > 0) {
-    lines.push('', 'Discarding anyway loses:', ...shown.map((p) => `  ${p}`), ...(more > 0 ? [`  … and ${more} more`] : []));
+  if (uncommitted.length > 0) {
+    what.push(`${uncommitted.length} uncommitted file${uncommitted.length === 1 ? '' : 's'}`);
   }
-  return { message: `Worktree ${r.branch} holds work that a discard would lose`, detail: lines.join('\n'), button: 'Discard Anyway (Lose Work)' };
+  const lines = [
+    `Discarding ${d.branch} removes ${d.path ?? 'the branch'}${d.path ? ` and deletes the branch ${d.branch}` : ''}, and loses:`,
+  ];
+  const shownCommits = commits.slice(0, 20);
+  lines.push(...shownCommits.map((c) => `  commit ${c.sha.slice(0, 10)} ${c.subject}`));
+  if (commits.length > shownCommits.length) {
+    lines.push(`  … and ${commits.length - shownCommits.length} more commits`);
+  }
+  const shownFiles = uncommitted.slice(0, 20);
+  lines.push(...shownFiles.map((p) => `  uncommitted ${p}`));
+  if (uncommitted.length > shownFiles.length) {
+    lines.push(`  … and ${uncommitted.length - shownFiles.length} more files`);
+  }
+  lines.push('', 'Commits on another branch, a remote-tracking ref or a tag, or already landed, are not listed: they stay.');
+  return {
+    message: `Discard ${d.branch}? ${what.join(' and ')} would be lost`,
+    detail: lines.join('\n'),
+    keep: 'Keep It',
+    lose: 'Discard and Lose It',
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -733,11 +757,15 @@ export function sandboxFromSettings(
 }
 
 /** The `source` to send: a branch picked with Pick Source Branch, else the policy setting (one of `policies`). */
-export function sourceFromSettings(policy: string, picked: string | undefined, policies: readonly string[]): Source {
+export function sourceFromSettings(policy: string, picked: string | undefined, policies: readonly string[]): Source | undefined {
   if (picked) {
     return { policy: 'named', ref: picked };
   }
-  const name = policy.replace(/-/g, '_');
+  const name = policy.trim().replace(/-/g, '_');
+  if (name === '') {
+    // Unset: the repository's slipway.toml and the user's config.toml decide.
+    return undefined;
+  }
   return { policy: name !== 'named' && policies.includes(name) ? name : 'ask' };
 }
 
@@ -752,19 +780,35 @@ export function resolveBinary(
   setting: string,
   envPath: string | undefined,
   isExecutable: (file: string) => boolean,
+  places: { home?: string; cargoHome?: string } = {},
 ): string | undefined {
   const name = setting.trim() || 'slipway';
   if (name.includes('/')) {
     return isExecutable(name) ? name : undefined;
   }
-  for (const dir of (envPath ?? '').split(path.delimiter)) {
-    if (!dir) {
-      continue;
-    }
+  for (const dir of binarySearchDirs(envPath, places)) {
     const candidate = path.join(dir, name);
     if (isExecutable(candidate)) {
       return candidate;
     }
   }
   return undefined;
+}
+
+/**
+ * Where a bare `slipway.path` is looked for, in order: `PATH`, then where the README's
+ * install puts it (`cargo install`: `$CARGO_HOME/bin`, `~/.cargo/bin`), then
+ * `~/.local/bin` and `/usr/local/bin`. An editor started from a desktop often lacks
+ * `~/.cargo/bin` on its `PATH`.
+ */
+export function binarySearchDirs(envPath: string | undefined, places: { home?: string; cargoHome?: string } = {}): string[] {
+  const dirs = (envPath ?? '').split(path.delimiter).filter((d) => d !== '');
+  if (places.cargoHome) {
+    dirs.push(path.join(places.cargoHome, 'bin'));
+  }
+  if (places.home) {
+    dirs.push(path.join(places.home, '.cargo', 'bin'), path.join(places.home, '.local', 'bin'));
+  }
+  dirs.push('/usr/local/bin');
+  return dirs.filter((d, i) => dirs.indexOf(d) === i);
 }

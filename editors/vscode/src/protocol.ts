@@ -23,6 +23,7 @@ export const COMMANDS = [
   'slipway.discard',
   'slipway.runs',
   'slipway.log',
+  'slipway.seen',
   'slipway.trust',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
@@ -101,7 +102,8 @@ export interface ResolveSourceArgs {
 
 export interface CreateWorktreeArgs {
   root: string;
-  strategy: WorktreeStrategy;
+  /** Unset: the repository's and the user's defaults decide. */
+  strategy?: WorktreeStrategy;
   branch?: string;
   base?: string;
   source?: Source;
@@ -136,7 +138,8 @@ export type WorkspacesArgs = Record<string, never>;
 export interface RunArgs {
   /** The repository; a workspace run may leave it out (the sidecar decides from the workspace). */
   root?: string;
-  agent: Agent;
+  /** Unset: the repository's and the user's defaults decide. */
+  agent?: Agent;
   worktree?: string;
   strategy?: RunStrategy;
   branch?: string;
@@ -171,6 +174,8 @@ export interface CloseArgs {
   root: string;
   worktree: string;
   force?: boolean;
+  /** Change nothing: answer what would be lost (`DryRunResult`). */
+  dryRun?: boolean;
 }
 
 export interface DiffArgs {
@@ -194,6 +199,12 @@ export interface DiscardArgs {
   root: string;
   worktree: string;
   force?: boolean;
+  /** Change nothing: answer what would be lost (`DryRunResult`). */
+  dryRun?: boolean;
+}
+
+export interface SeenArgs {
+  runIds: string[];
 }
 
 export interface RunsArgs {
@@ -259,6 +270,29 @@ export interface CreateWorktreeResult {
 
 export type WorktreeState = 'active' | 'running' | 'preserved';
 
+/** What to do next (§4.5), worded by this extension as buttons. */
+export interface Action {
+  kind: 'review' | 'land' | 'discard' | 'close' | 'reply' | 'trust';
+  worktree?: string;
+  runId?: string;
+  /** The close or discard loses what is at risk. */
+  force?: boolean;
+}
+
+/** What a close or discard would lose (§4.6). */
+export interface AtRisk {
+  uncommitted: string[];
+  commits: { sha: string; subject: string }[];
+}
+
+/** `slipway.close` / `slipway.discard` with `dryRun`. */
+export interface DryRunResult {
+  branch: string;
+  path?: string;
+  atRisk: AtRisk;
+  actions: Action[];
+}
+
 export interface WorktreeStatus {
   id: string;
   path: string;
@@ -267,7 +301,11 @@ export interface WorktreeStatus {
   dirty: boolean;
   changedFiles: number;
   changedPaths: string[];
+  /** Commits not home yet, from where the branch meets its target now. */
   ahead: number;
+  /** Commits the target has that the branch lacks. */
+  behind?: number;
+  actions?: Action[];
   state: WorktreeState;
   why: string | null;
   runId: string | null;
@@ -299,8 +337,18 @@ export interface WorkspacesResult {
   workspaces: WorkspaceInfo[];
 }
 
+/** A branch a merge-to-head run kept without a worktree. */
+export interface KeptBranch {
+  branch: string;
+  commit: string;
+  ahead: number;
+  behind: number;
+  actions: Action[];
+}
+
 export interface ListResult {
   worktrees: WorktreeStatus[];
+  keptBranches?: KeptBranch[];
 }
 
 export interface RunStarted {
@@ -319,6 +367,7 @@ export interface CloseRemoved {
   branch: string;
   branchDeleted: boolean;
   branchKept: string | null;
+  actions?: Action[];
 }
 
 export interface ClosePreserved {
@@ -329,6 +378,7 @@ export interface ClosePreserved {
   reason: string;
   changedPaths: string[];
   commands: string[];
+  actions?: Action[];
 }
 
 export type CloseResult = CloseRemoved | ClosePreserved;
@@ -365,9 +415,13 @@ export interface SensitiveChange extends Sensitivity {
 }
 
 export interface DiffResult {
+  /** Where the branch meets its target now. */
   base: string;
+  recordedBase?: string;
+  target?: string;
   head: string;
   files: DiffFile[];
+  actions?: Action[];
 }
 
 /** `slipway.diff` with `path`: one file's texts (absent on that side, or binary). */
@@ -383,6 +437,7 @@ export interface LandResult {
   into: string;
   commit: string;
   kind: string;
+  actions?: Action[];
   /** Files the land changed that run programs on the host (§5.16). */
   sensitiveChanges?: SensitiveChange[];
 }
@@ -510,6 +565,8 @@ export interface RunFinished {
   usage: { inputTokens: number; outputTokens: number } | null;
   /** What the check after the run found and moved away (when the sidecar sends it). */
   quarantined?: QuarantineFinding[];
+  /** What to do with what the run left (§4.5). */
+  actions?: Action[];
   /** Files the run's commits change that run programs on the host (§5.16). */
   sensitiveChanges?: SensitiveChange[];
 }
@@ -558,6 +615,10 @@ export interface ErrorData {
   root?: string;
   branch?: string;
   holder?: { pid: number; branch: string; time: number };
+  /** What to do next (§4.5). */
+  actions?: Action[];
+  /** What the user can do, for machines (§7.1): `{do: 'give', field}`, … */
+  hints?: { do: string; field?: string }[];
   /** `untrustedConfig`: each file as the user would approve it now. */
   files?: TrustFile[];
 }
@@ -624,6 +685,12 @@ export function toSlipwayError(error: unknown): SlipwayError | undefined {
     if (typeof raw.branch === 'string') {
       data.branch = raw.branch;
     }
+    if (Array.isArray(raw.actions)) {
+      data.actions = raw.actions.filter(isRecord).filter((a) => typeof a.kind === 'string') as unknown as Action[];
+    }
+    if (Array.isArray(raw.hints)) {
+      data.hints = raw.hints.filter(isRecord).filter((h) => typeof h.do === 'string') as unknown as { do: string; field?: string }[];
+    }
     if (Array.isArray(raw.files)) {
       data.files = raw.files.filter(
         (f): f is TrustFile & Record<string, unknown> => isRecord(f) && typeof f.path === 'string' && (typeof f.hash === 'string' || f.hash === null),
@@ -667,6 +734,9 @@ export const requests = {
   diffFile: (args: DiffArgs & { path: string }) => request<DiffArgs, DiffFileText>('slipway.diff', args),
   land: (args: LandArgs) => request<LandArgs, LandResult>('slipway.land', args),
   discard: (args: DiscardArgs) => request<DiscardArgs, DiscardResult>('slipway.discard', args),
+  closeDryRun: (args: CloseArgs) => request<CloseArgs, DryRunResult>('slipway.close', { ...args, dryRun: true }),
+  discardDryRun: (args: DiscardArgs) => request<DiscardArgs, DryRunResult>('slipway.discard', { ...args, dryRun: true }),
+  seen: (args: SeenArgs) => request<SeenArgs, { runIds: string[]; held: number }>('slipway.seen', args),
   runs: (args: RunsArgs) => request<RunsArgs, RunsResult>('slipway.runs', args),
   log: (args: LogArgs) => request<LogArgs, LogResult>('slipway.log', args),
   trust: (args: TrustArgs) => request<TrustArgs, TrustResult>('slipway.trust', args),
@@ -735,6 +805,18 @@ export class SlipwayApi {
   discard(args: DiscardArgs): Promise<DiscardResult> {
     return this.send(requests.discard(args));
   }
+  /** What a discard would lose; nothing changes. */
+  discardDryRun(args: DiscardArgs): Promise<DryRunResult> {
+    return this.send(requests.discardDryRun(args));
+  }
+  /** What a close would lose; nothing changes. */
+  closeDryRun(args: CloseArgs): Promise<DryRunResult> {
+    return this.send(requests.closeDryRun(args));
+  }
+  /** The user has been shown these runs' ends: no other editor is told. */
+  seen(runIds: string[]): Promise<{ runIds: string[]; held: number }> {
+    return this.send(requests.seen({ runIds }));
+  }
   runs(root: string): Promise<RunsResult> {
     return this.send(requests.runs({ root }));
   }
@@ -774,6 +856,33 @@ export async function withSourcePick<T>(
       return undefined;
     }
     return call({ policy: 'named', ref });
+  }
+}
+
+/** Whether the sidecar's error asks for `field` (`data.hints`: `{do: 'give', field}`). */
+export function asksFor(error: unknown, field: string): boolean {
+  const e = toSlipwayError(error);
+  return (e?.data?.hints ?? []).some((h) => h.do === 'give' && h.field === field);
+}
+
+/**
+ * Sends a command; when the sidecar's plan says a branch is missing (the strategy is
+ * `branch`: `give branch`), asks for one (`ask` answers undefined when dismissed) and
+ * sends it again with it. Only what the plan says is missing is asked.
+ */
+export async function withBranchAsk<T>(
+  call: (branch: string | undefined) => Promise<T>,
+  branch: string | undefined,
+  ask: () => Promise<string | undefined>,
+): Promise<T | undefined> {
+  try {
+    return await call(branch);
+  } catch (error) {
+    if (branch !== undefined || !asksFor(error, 'branch')) {
+      throw error;
+    }
+    const asked = await ask();
+    return asked === undefined ? undefined : call(asked);
   }
 }
 

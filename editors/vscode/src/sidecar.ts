@@ -1,6 +1,7 @@
 // Starts `slipway lsp` with vscode-languageclient and keeps what it pushes.
 
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
   ExecuteCommandRequest,
@@ -14,7 +15,7 @@ import {
   type WorkDoneProgressEnd,
   type WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
-import { resolveBinary } from './model';
+import { binarySearchDirs, resolveBinary } from './model';
 import {
   LOG_NOTIFICATION,
   type LogNotification,
@@ -137,7 +138,8 @@ export class Sidecar implements vscode.Disposable {
   /** Starts the sidecar; false (after telling the user what to do) when it cannot. */
   async start(): Promise<boolean> {
     const setting = userSetting('path', 'slipway');
-    const binary = resolveBinary(setting, process.env.PATH, isExecutable);
+    // Looked for again on every start: Retry finds a binary installed meanwhile.
+    const binary = resolveBinary(setting, process.env.PATH, isExecutable, this.places());
     if (binary === undefined) {
       void this.reportMissing(setting);
       return false;
@@ -154,6 +156,9 @@ export class Sidecar implements vscode.Disposable {
       diagnosticCollectionName: 'slipway',
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // The extension confirms each run's end it has shown (`slipway.seen`): a window
+      // that closed before showing one leaves it to the next window.
+      initializationOptions: { confirmsSeen: true },
     };
     const client = new LanguageClient('slipway', 'slipway', serverOptions, clientOptions);
     client.onNotification(STATUS_NOTIFICATION, (params: StatusNotification) => {
@@ -235,10 +240,18 @@ export class Sidecar implements vscode.Disposable {
     });
   }
 
+  /** Where a bare binary name is looked for besides `PATH` (see `binarySearchDirs`). */
+  private places(): { home: string; cargoHome?: string } {
+    return { home: os.homedir(), cargoHome: process.env.CARGO_HOME };
+  }
+
   private async reportMissing(setting: string): Promise<void> {
+    const where = setting.includes('/')
+      ? ''
+      : ` (looked on PATH and in ${binarySearchDirs(undefined, this.places()).join(', ')})`;
     const choice = await vscode.window.showErrorMessage(
-      `slipway: cannot find the slipway binary '${setting}'. Install it (in the slipway repository: cargo install --path .) ` +
-        'or set "slipway.path" to its absolute path, then retry.',
+      `slipway: cannot find the slipway binary '${setting}'${where}. Install it (in the slipway repository: cargo install --path .) ` +
+        'or set "slipway.path" to its absolute path, then Retry: it looks again.',
       'Open Settings',
       'Retry',
     );

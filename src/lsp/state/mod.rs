@@ -91,9 +91,14 @@ struct Repo {
     statuses: Arc<std::sync::Mutex<StatusCache>>,
     /// This sidecar listening on the repository (`run::heard`), once announced.
     presence: Arc<std::sync::Mutex<Option<heard::Presence>>>,
-    /// Finished runs this sidecar has told its client about, or that ended
-    /// before it started and were heard by another (each sidecar keeps its own).
+    /// Finished runs this sidecar has told its client about, or decided not
+    /// to (watched in a terminal, or heard by another editor already).
     heard: HashSet<RunId>,
+    /// The runs that had finished when this sidecar first looked (`None`
+    /// until then): their news is reported only when this sidecar claims it.
+    before: Option<HashSet<RunId>>,
+    /// News reported to the client and held until it says it has shown it.
+    held: HashMap<RunId, heard::Held>,
 }
 
 impl Repo {
@@ -106,18 +111,20 @@ impl Repo {
             statuses: Arc::new(std::sync::Mutex::new(StatusCache::new(common_dir))),
             presence: Arc::new(std::sync::Mutex::new(None)),
             heard: HashSet::new(),
+            before: None,
+            held: HashMap::new(),
         }
     }
 }
 
 /// The sidecar's state.
 pub struct State {
-    /// When this sidecar started (seconds since the epoch): runs that end from
-    /// then on are this sidecar's to report.
-    started_at: u64,
     repos: Mutex<BTreeMap<PathBuf, Repo>>,
     pending_roots: Mutex<Vec<PathBuf>>,
     progress_supported: AtomicBool,
+    /// The client calls `slipway.seen` once it has shown a run's end, so news
+    /// is held until then (and outlives a client that vanished first).
+    confirms_seen: AtomicBool,
     poke: Notify,
     stop: CancellationToken,
     published: Mutex<HashMap<Uri, Vec<Diagnostic>>>,
@@ -149,10 +156,10 @@ impl State {
     /// Empty state.
     pub fn new() -> Arc<State> {
         Arc::new(State {
-            started_at: slipway_core::util::now_secs(),
             repos: Mutex::new(BTreeMap::new()),
             pending_roots: Mutex::new(Vec::new()),
             progress_supported: AtomicBool::new(false),
+            confirms_seen: AtomicBool::new(false),
             poke: Notify::new(),
             stop: CancellationToken::new(),
             published: Mutex::new(HashMap::new()),
@@ -163,6 +170,46 @@ impl State {
     /// Records whether the client accepts `window/workDoneProgress/create`.
     pub fn set_progress_supported(&self, yes: bool) {
         self.progress_supported.store(yes, Ordering::SeqCst);
+    }
+
+    /// Records whether the client confirms each run's end it has shown.
+    pub fn set_confirms_seen(&self, yes: bool) {
+        self.confirms_seen.store(yes, Ordering::SeqCst);
+    }
+
+    /// `slipway.seen`: the client has shown these runs' ends; their news goes,
+    /// so no other editor is told. Returns how many this sidecar held.
+    pub async fn seen(&self, run_ids: &[RunId]) -> usize {
+        let mut delivered = Vec::new();
+        let mut shown = Vec::new();
+        {
+            let mut repos = self.repos.lock().await;
+            for repo in repos.values_mut() {
+                for id in run_ids {
+                    match repo.held.remove(id) {
+                        Some(held) => delivered.push(held),
+                        // Told live while another sidecar held its news: it
+                        // is shown now, so none will tell another editor.
+                        None if repo.heard.contains(id) => {
+                            shown.push((repo.root.join(".slipway"), id.clone()));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        let count = delivered.len();
+        let done = tokio::task::spawn_blocking(move || {
+            delivered.into_iter().for_each(heard::Held::delivered);
+            for (slipway_dir, id) in shown {
+                heard::shown(&slipway_dir, &id);
+            }
+        })
+        .await;
+        if done.is_err() {
+            tracing::warn!("delivering run news failed");
+        }
+        count
     }
 
     /// Adds a folder to watch; it is opened on the next refresh.

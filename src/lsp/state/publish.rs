@@ -70,12 +70,13 @@ fn dirty_diagnostic(w: &WorktreeStatus, file: &str) -> Diagnostic {
         code: Some(NumberOrString::String("dirty-preserved-worktree".into())),
         source: Some("slipway".into()),
         message: format!(
-            "'{file}' has uncommitted changes in the preserved worktree {} (branch {}); inspect: cd {}; discard: git worktree remove --force {}",
+            "'{file}' has uncommitted changes in the preserved worktree {} (branch {}) at {}; review them, commit them there, or close the worktree with force to lose them",
             w.id,
             w.branch,
-            w.path.display(),
             w.path.display()
         ),
+        // What to do, for the editor's code actions.
+        data: Some(serde_json::json!({ "actions": slipway_core::actions::uncommitted(&w.branch) })),
         ..Diagnostic::default()
     }
 }

@@ -95,7 +95,7 @@ pub(super) fn compute(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let worktrees = worktree::list_with(&host, |record| {
-        cache.status(record, || worktree::read_status(record))
+        cache.status(record, || worktree::read_status(&host, record))
     })
     .ok()?;
     cache.retain(&worktrees.iter().map(|w| w.path.clone()).collect());

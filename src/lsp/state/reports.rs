@@ -1,30 +1,39 @@
 //! Telling the client about runs: `$/progress` of the runs it follows, and
 //! `slipway/runFinished` for every run that ends while this sidecar listens,
-//! or that nobody heard end before it started (`run::heard`).
+//! or whose news it claims of a run that ended before (`run::heard`); never
+//! for a run a person watched end in a terminal.
 
 use super::*;
 
 impl State {
     pub(super) async fn apply(&self, client: &Client, mut refresh: Refresh) {
         let progress = self.progress_supported.load(Ordering::SeqCst);
-        // A run that ended since this sidecar started is its to report; one that
-        // ended before is, only when no sidecar heard it end (one claimant wins).
-        let started_at = self.started_at;
-        let slipway_dir = refresh.slipway_dir.clone();
         let finished = std::mem::take(&mut refresh.finished);
-        let decided: Vec<(RunRecord, bool)> = tokio::task::spawn_blocking(move || {
+        // The runs that had finished when this sidecar first looked ended
+        // before it listened: they are reported only with their news claimed.
+        let before = {
+            let mut repos = self.repos.lock().await;
+            let Some(repo) = repos.get_mut(&refresh.common_dir) else {
+                return;
+            };
+            repo.before
+                .get_or_insert_with(|| finished.iter().map(|r| r.run_id.clone()).collect())
+                .clone()
+        };
+        let slipway_dir = refresh.slipway_dir.clone();
+        let decided: Vec<(RunRecord, Decision)> = tokio::task::spawn_blocking(move || {
             finished
                 .into_iter()
                 .map(|r| {
-                    // Claimed first: a report takes what was left for the next sidecar.
-                    let claimed = heard::claim_unheard(&slipway_dir, &r.run_id);
-                    let ours = claimed || r.finished.unwrap_or(0) >= started_at;
-                    (r, ours)
+                    let decision = decide(&slipway_dir, &r, before.contains(&r.run_id));
+                    (r, decision)
                 })
                 .collect()
         })
         .await
         .unwrap_or_default();
+        let confirms = self.confirms_seen.load(Ordering::SeqCst);
+        let mut delivered = Vec::new();
         let mut to_begin = Vec::new();
         let mut reports = Vec::new();
         let mut to_finish = Vec::new();
@@ -66,15 +75,26 @@ impl State {
                     to_begin.push(run_id.clone());
                 }
             }
-            for (record, ours) in decided {
+            for (record, decision) in decided {
+                let (tell, news) = match decision {
+                    // Another sidecar holds its news; look again next time.
+                    Decision::Later => continue,
+                    Decision::Silent => (false, None),
+                    Decision::Report(news) => (true, news),
+                };
                 repo.heard.insert(record.run_id.clone());
                 let had_token = repo
                     .follows
                     .remove(&record.run_id)
                     .is_some_and(|f| f.progress == ProgressState::Active);
-                if ours {
-                    to_finish.push((record, had_token, repo.root.clone()));
+                if let Some(news) = news {
+                    if confirms {
+                        repo.held.insert(record.run_id.clone(), news);
+                    } else {
+                        delivered.push(news);
+                    }
                 }
+                to_finish.push((record, had_token, tell, repo.root.clone()));
             }
             repo.snapshot = Some(refresh.snapshot);
         }
@@ -115,13 +135,14 @@ impl State {
             }
             let token = token_for(&run_id);
             for event in events {
-                let (message, percentage) = match event {
-                    RunEvent::Phase { phase, message } => (format!("{phase}: {message}"), None),
-                    RunEvent::Iteration { iteration, of } => (
-                        format!("iteration {iteration} of {of}"),
-                        Some(((iteration.saturating_sub(1)) * 100 / of.max(1)).min(100)),
-                    ),
-                    RunEvent::Output { .. } => continue,
+                let Some(message) = event.describe() else {
+                    continue;
+                };
+                let percentage = match event {
+                    RunEvent::Iteration { iteration, of } => {
+                        Some(((iteration.saturating_sub(1)) * 100 / of.max(1)).min(100))
+                    }
+                    _ => None,
                 };
                 if progress {
                     send_progress(
@@ -137,7 +158,7 @@ impl State {
                 }
             }
         }
-        for (record, had_token, root) in to_finish {
+        for (record, had_token, tell, root) in to_finish {
             let Some(result) = record.result.clone() else {
                 continue;
             };
@@ -153,12 +174,24 @@ impl State {
                 )
                 .await;
             }
-            client
-                .send_notification::<RunFinished>(RunFinishedParams {
-                    root: root.clone(),
-                    result,
-                })
-                .await;
+            if tell {
+                client
+                    .send_notification::<RunFinished>(RunFinishedParams {
+                        root: root.clone(),
+                        result,
+                    })
+                    .await;
+            }
+        }
+        // A client that does not confirm what it showed has been told: done.
+        if !delivered.is_empty()
+            && tokio::task::spawn_blocking(move || {
+                delivered.into_iter().for_each(heard::Held::delivered)
+            })
+            .await
+            .is_err()
+        {
+            tracing::warn!("delivering run news failed");
         }
     }
 
@@ -169,6 +202,33 @@ impl State {
                 f.progress = state;
             }
         }
+    }
+}
+
+/// What to do about a finished run this sidecar has not told its client of.
+enum Decision {
+    /// Tell the client, holding the run's news if this sidecar claimed it.
+    Report(Option<heard::Held>),
+    /// Not this client's news: a person watched it end in a terminal, or it
+    /// ended before this sidecar listened and an editor has shown it since.
+    Silent,
+    /// It ended before this sidecar listened, and another live sidecar holds
+    /// its news: that one is telling its editor.
+    Later,
+}
+
+/// Decides about `record` (blocking: claiming news takes a file lock). A run
+/// that ended while this sidecar listened is reported whatever its news says;
+/// one that ended `before` only when this sidecar claims its news.
+fn decide(slipway_dir: &std::path::Path, record: &RunRecord, before: bool) -> Decision {
+    if record.watched {
+        return Decision::Silent;
+    }
+    match (heard::claim(slipway_dir, &record.run_id), before) {
+        (heard::Claim::Held(news), _) => Decision::Report(Some(news)),
+        (_, false) => Decision::Report(None),
+        (heard::Claim::Taken, true) => Decision::Later,
+        (heard::Claim::None, true) => Decision::Silent,
     }
 }
 

@@ -120,6 +120,63 @@ pub enum AgentEvent {
     },
 }
 
+/// The longest step line shown; longer ones are cut with an ellipsis.
+const STEP_WIDTH: usize = 120;
+
+impl AgentEvent {
+    /// What the agent is doing, in one line for a progress display: its
+    /// latest words, or the tool it called and on what; `None` for events
+    /// that are not work (a session id, usage).
+    pub fn step(&self) -> Option<String> {
+        let line = match self {
+            AgentEvent::Text { text } | AgentEvent::Result { text } => text
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())?
+                .to_owned(),
+            AgentEvent::ToolCall { name, input } => {
+                let on = [
+                    "command",
+                    "cmd",
+                    "file_path",
+                    "filePath",
+                    "path",
+                    "pattern",
+                    "url",
+                ]
+                .iter()
+                .find_map(|k| input.get(*k))
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    other => other.to_string(),
+                });
+                match on {
+                    Some(on) => format!("{name}: {}", on.lines().next().unwrap_or("")),
+                    None => name.clone(),
+                }
+            }
+            _ => return None,
+        };
+        Some(cut(&line, STEP_WIDTH))
+    }
+}
+
+/// `text` cut to `width` characters, an ellipsis marking the cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// An agent provider.
 pub trait Agent: Send + Sync {
     /// The provider's name (`command`, `claude-code`, …).
@@ -158,6 +215,20 @@ pub trait Agent: Send + Sync {
     fn parse_session_log_line(&self, _line: &str) -> Option<AgentEvent> {
         None
     }
+}
+
+/// How to install an agent's CLI, for the error that says it is missing:
+/// the npm package of each provider the tests run (`scripts/agents.txt`).
+pub fn install_command(agent: &str) -> Option<&'static str> {
+    Some(match agent {
+        "claude-code" => "npm install -g @anthropic-ai/claude-code",
+        "codex" => "npm install -g @openai/codex",
+        "opencode" => "npm install -g opencode-ai",
+        "pi" => "npm install -g @mariozechner/pi-coding-agent",
+        "copilot" => "npm install -g @github/copilot",
+        "cursor" => "curl https://cursor.com/install -fsS | bash",
+        _ => return None,
+    })
 }
 
 /// How much an agent may do without asking.

@@ -48,12 +48,12 @@ pub enum MergeOutcome {
 pub enum MergeError {
     /// The host has no current branch to merge into.
     #[error(
-        "host HEAD is detached, so there is no branch to merge into; check out a branch in the host repository and merge '{branch}' yourself"
+        "host HEAD is detached, so there is no branch to merge into; '{branch}' is kept: check out a branch in the host repository, then land it"
     )]
     DetachedHost { branch: String },
     /// The host switched to another branch since the work started.
     #[error(
-        "the host is now on '{now}', not on '{into}' where the work was to land, so nothing was merged; '{branch}' is kept: switch back and run `git merge {branch}`, or merge it wherever you like"
+        "the host is now on '{now}', not on '{into}' where the work was to land, so nothing was merged; '{branch}' is kept: switch back and land it, or land it into another branch"
     )]
     HostSwitched {
         branch: String,
@@ -64,10 +64,10 @@ pub enum MergeError {
     #[error("branch '{branch}' does not exist")]
     NoSuchBranch { branch: String },
     /// The host's uncommitted changes are in the way.
-    #[error("the host repository has uncommitted or ignored files in the way of merging '{branch}' ({}); nothing changed: commit, stash or move them, then run: git merge {branch}", paths.join(", "))]
+    #[error("the host repository has uncommitted or ignored files in the way of merging '{branch}' ({}); nothing changed: commit, stash or move them, then land '{branch}' again", paths.join(", "))]
     HostDirty { branch: String, paths: Vec<String> },
     /// The branches conflict.
-    #[error("merging '{branch}' into '{target}' conflicts in {}; the merge was aborted and nothing changed; resolve it with: git merge {branch}", paths.join(", "))]
+    #[error("merging '{branch}' into '{target}' conflicts in {}; the merge was aborted and nothing changed; '{branch}' is kept: bring '{target}' into it in its worktree (a rebase or a merge), then land it again", paths.join(", "))]
     Conflict {
         branch: String,
         target: String,
@@ -76,21 +76,21 @@ pub enum MergeError {
     /// The merge took longer than the merge timeout; it stopped before the
     /// host changed.
     #[error(
-        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; merge it yourself with: git merge {branch}, or raise the merge timeout"
+        "merging '{branch}' took longer than the merge timeout of {secs} s and was stopped before anything in the host changed; '{branch}' is kept: land it again with a longer merge timeout"
     )]
     Timeout { branch: String, secs: u64 },
     /// The branch moved while the files were written (the user committed
     /// that instant): the files were put back.
     #[error(
-        "'{target}' moved while '{branch}' was being merged into it; the merged files were put back and nothing changed; run the merge again, or: git merge {branch}"
+        "'{target}' moved while '{branch}' was being merged into it; the merged files were put back and nothing changed; '{branch}' is kept: land it again"
     )]
     Raced { branch: String, target: String },
     /// Writing the merged files failed part-way (a full disk, a lock): what
     /// was written went back.
     #[error("writing the files of '{branch}' into the host failed ({cause}); {}", if left.is_empty() {
-        format!("every file written was put back and nothing changed: free space (or remove the lock), then run: git merge {branch}")
+        format!("every file written was put back and nothing changed: free space (or remove the lock), then land '{branch}' again")
     } else {
-        format!("these paths could not be put back and need a look: {}; then run: git merge {branch}", left.join(", "))
+        format!("these paths could not be put back and need a look: {}; then land '{branch}' again", left.join(", "))
     })]
     WriteFailed {
         branch: String,

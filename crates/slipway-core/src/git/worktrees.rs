@@ -78,10 +78,7 @@ pub fn add(repo: &Repository, id: &str, path: &Path, branch: &str) -> Result<(),
     std::fs::create_dir(&admin)?;
     std::fs::create_dir(path)?;
     let dot_git = path.join(".git");
-    let mut text = b"gitdir: ".to_vec();
-    text.extend_from_slice(admin.as_os_str().as_bytes());
-    text.push(b'\n');
-    std::fs::write(&dot_git, &text)?;
+    std::fs::write(&dot_git, gitfile_text(&admin))?;
     std::fs::write(admin.join("commondir"), "../..\n")?;
     let mut text = dot_git.as_os_str().as_bytes().to_vec();
     text.push(b'\n');
@@ -341,6 +338,15 @@ pub enum FastForward {
     Diverged { upstream: String },
 }
 
+/// The `.git` file of a worktree whose admin dir is `admin`, byte for byte
+/// as a create writes it (so a put-back file is the one the user had).
+pub fn gitfile_text(admin: &Path) -> Vec<u8> {
+    let mut text = b"gitdir: ".to_vec();
+    text.extend_from_slice(admin.as_os_str().as_bytes());
+    text.push(b'\n');
+    text
+}
+
 /// Fast-forwards branch `branch` in the checkout at `path` to `upstream` (a
 /// full ref) when that is safe: HEAD on the branch, no uncommitted changes,
 /// and the upstream strictly ahead. The checkout refuses to overwrite anything.
@@ -419,7 +425,8 @@ pub fn delete_temp_branch_if_merged(
     Ok((
         false,
         Some(format!(
-            "branch '{branch}' was kept: it holds {unique} commit(s) on no other branch; merge it with `git merge {branch}` or discard it with `git branch -D {branch}`"
+            "branch '{branch}' was kept: it holds {} on no other branch; review it, then land or discard it",
+            crate::util::count(unique, "commit", "commits")
         )),
     ))
 }

@@ -224,14 +224,13 @@ fn load_workspace(input: &WorkspaceInput) -> Result<(WorkspacePlan, RunDefaults)
     }
 }
 
-/// The repository's `slipway.toml` run defaults (none when it has no file),
-/// when the user trusted its content (see [`crate::trust`]).
+/// The run defaults of a repository: its `slipway.toml` (when the user
+/// trusted its content, see [`crate::trust`]) over the user's `config.toml`
+/// (each key the repository leaves unset is the user's).
 pub fn repository_defaults(host: &HostRepo) -> Result<RunDefaults, PlanError> {
     let store = crate::trust::TrustStore::from_env();
-    Ok(crate::trust::repository_defaults(
-        host.root(),
-        store.as_ref(),
-    )?)
+    let repo = crate::trust::repository_defaults(host.root(), store.as_ref())?;
+    Ok(repo.or(&Workspace::load_user_defaults()?))
 }
 
 /// Turns a run request from any edge into a checked plan; `cwd` is where
@@ -308,7 +307,11 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         (None, Some(file)) => PromptSource::File(cwd.join(file)),
         (None, None) => PromptSource::Inline(String::new()),
     };
-    let source = input.source.clone().unwrap_or(SourcePolicy::HostHead);
+    let source = input
+        .source
+        .clone()
+        .or_else(|| defaults.source.clone())
+        .unwrap_or(SourcePolicy::HostHead);
     let request = RunRequest {
         run_id: Some(input.run_id.clone().unwrap_or_else(crate::run::new_run_id)),
         strategy,
@@ -340,6 +343,8 @@ fn strategy(input: &RunInput, defaults: &RunDefaults) -> Result<RunStrategy, Pla
     let chosen = match (input.strategy, &input.branch) {
         (Some(s), _) => s,
         (None, Some(_)) => StrategyKind::Branch,
+        // An existing worktree has its own: the defaults are for new ones.
+        (None, None) if input.worktree.is_some() => StrategyKind::MergeToHead,
         (None, None) => defaults.strategy.unwrap_or(StrategyKind::MergeToHead),
     };
     let strategy = match (chosen, &input.branch) {

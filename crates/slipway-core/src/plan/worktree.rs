@@ -18,7 +18,7 @@ pub struct CreateInput {
     pub branch: Option<String>,
     /// Where a new branch starts.
     pub base: Option<String>,
-    /// The source policy (default `host_head`).
+    /// The source policy (default: the defaults' `source`, else `host_head`).
     pub source: Option<SourcePolicy>,
     /// Copy patterns (default: the repository's `copy_to_worktree`).
     pub copy: Vec<String>,
@@ -30,7 +30,11 @@ pub fn plan_create(host: &HostRepo, input: CreateInput) -> Result<CreateRequest,
     let strategy = match (input.strategy, &input.branch) {
         (Some(s), _) => s,
         (None, Some(_)) => StrategyKind::Branch,
-        (None, None) => StrategyKind::MergeToHead,
+        // A default of `head` has no worktree: a create makes merge-to-head.
+        (None, None) => match defaults.strategy {
+            Some(StrategyKind::Branch) => StrategyKind::Branch,
+            _ => StrategyKind::MergeToHead,
+        },
     };
     let target = match (strategy, input.branch) {
         (StrategyKind::Head, _) => return Err(PlanError::HeadHasNoWorktree),
@@ -58,7 +62,10 @@ pub fn plan_create(host: &HostRepo, input: CreateInput) -> Result<CreateRequest,
     crate::worktree::copy::check_patterns(&copy)?;
     Ok(CreateRequest {
         target,
-        source: input.source.unwrap_or(SourcePolicy::HostHead),
+        source: input
+            .source
+            .or(defaults.source)
+            .unwrap_or(SourcePolicy::HostHead),
         copy,
     })
 }

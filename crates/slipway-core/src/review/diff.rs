@@ -10,7 +10,7 @@ use git2::{Delta, Diff, DiffFindOptions, DiffOptions, Oid, Repository};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{NoSuchWorktree, find_record};
+use super::{NoSuchWorktree, Subject, find_subject};
 use crate::error::{ErrorKind, Failure, Hint};
 use crate::git::HostRepo;
 use crate::review::sensitive::{Classifier, Sensitivity};
@@ -63,12 +63,23 @@ pub struct FileChange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorktreeDiff {
-    /// The commit the worktree started from (its record's base).
+    /// Where the branch and its target meet now (their merge base), so what
+    /// the target took in since the worktree started is not listed as the
+    /// worktree's; the recorded base when there is no target.
     pub base: String,
-    /// The worktree's HEAD commit.
+    /// The commit the worktree started from, as its record keeps it (none
+    /// for a kept branch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_base: Option<String>,
+    /// The branch the work lands in by default, compared with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The worktree's HEAD commit (a kept branch's tip).
     pub head: String,
     /// Every changed file, sorted by path.
     pub files: Vec<FileChange>,
+    /// What to do next.
+    pub actions: Vec<crate::actions::Action>,
 }
 
 /// One file's two sides, for an editor's diff view.
@@ -150,48 +161,84 @@ impl Failure for DiffError {
     }
 }
 
-/// The worktree `selector` names, opened, with its base and HEAD commits.
+/// The worktree (or kept branch) `selector` names, opened, with its base
+/// now and HEAD commits.
 struct Opened {
     repo: Repository,
-    root: PathBuf,
+    /// The worktree's folder; `None` for a kept branch (its tip is all there is).
+    root: Option<PathBuf>,
     base: Oid,
+    recorded_base: Option<Oid>,
+    target: Option<String>,
     head: Option<Oid>,
+    branch: String,
 }
 
 fn open(host: &HostRepo, selector: &str) -> Result<Opened, DiffError> {
-    let record = find_record(host, selector)?;
-    let no_base = || DiffError::NoBase {
-        id: record.id.clone(),
-        base: record.base_commit.clone(),
+    let subject = find_subject(host, selector)?;
+    let target = super::target_of(host, &subject);
+    let (repo, root, recorded_base) = match &subject {
+        Subject::Worktree(record) => {
+            let no_base = || DiffError::NoBase {
+                id: record.id.clone(),
+                base: record.base_commit.clone(),
+            };
+            let base = Oid::from_str(&record.base_commit).map_err(|_| no_base())?;
+            if host.git().find_commit(base).is_err() {
+                return Err(no_base());
+            }
+            (
+                Repository::open(&record.path)?,
+                Some(record.path.clone()),
+                Some(base),
+            )
+        }
+        Subject::KeptBranch(_) => (Repository::open(host.root())?, None, None),
     };
-    let base = Oid::from_str(&record.base_commit).map_err(|_| no_base())?;
-    if host.git().find_commit(base).is_err() {
-        return Err(no_base());
-    }
-    let repo = Repository::open(&record.path)?;
-    let head = repo
-        .head()
-        .ok()
-        .and_then(|h| h.peel_to_commit().ok())
-        .map(|c| c.id());
+    let head = match &root {
+        Some(_) => repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .map(|c| c.id()),
+        None => crate::git::worktrees::branch_tip(&repo, subject.branch()),
+    };
+    let base = head
+        .and_then(|h| super::base_now(&repo, h, target.as_deref(), recorded_base))
+        .or(recorded_base)
+        .ok_or_else(|| DiffError::NoBase {
+            id: subject.selector(),
+            base: String::new(),
+        })?;
     Ok(Opened {
         repo,
-        root: record.path,
+        root,
         base,
+        recorded_base,
+        target,
         head,
+        branch: subject.branch().to_owned(),
     })
 }
 
 /// The base tree against the working tree through the index, untracked
 /// files included as if `git add -N` had added them, renames found as
 /// `git diff -M` finds them.
-fn combined<'r>(repo: &'r Repository, base: &git2::Tree<'_>) -> Result<Diff<'r>, git2::Error> {
+/// A kept branch (`head` given) has no working tree: its tip's tree is compared.
+fn combined<'r>(
+    repo: &'r Repository,
+    base: &git2::Tree<'_>,
+    head: Option<&git2::Tree<'_>>,
+) -> Result<Diff<'r>, git2::Error> {
     let mut opts = DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
         .show_untracked_content(true)
         .include_typechange(true);
-    let mut diff = repo.diff_tree_to_workdir_with_index(Some(base), Some(&mut opts))?;
+    let mut diff = match head {
+        Some(head) => repo.diff_tree_to_tree(Some(base), Some(head), Some(&mut opts))?,
+        None => repo.diff_tree_to_workdir_with_index(Some(base), Some(&mut opts))?,
+    };
     let mut find = DiffFindOptions::new();
     find.renames(true).for_untracked(true);
     diff.find_similar(Some(&mut find))?;
@@ -221,11 +268,20 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         None => None,
     };
     let committed = touched(&repo.diff_tree_to_tree(Some(&base_tree), head_tree.as_ref(), None)?);
-    let mut opts = DiffOptions::new();
-    opts.include_untracked(true).recurse_untracked_dirs(true);
-    let uncommitted =
-        touched(&repo.diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut opts))?);
-    let diff = combined(repo, &base_tree)?;
+    let uncommitted = match opened.root {
+        Some(_) => {
+            let mut opts = DiffOptions::new();
+            opts.include_untracked(true).recurse_untracked_dirs(true);
+            touched(&repo.diff_tree_to_workdir_with_index(head_tree.as_ref(), Some(&mut opts))?)
+        }
+        None => HashSet::new(),
+    };
+    let tip_only = opened
+        .root
+        .is_none()
+        .then_some(head_tree.as_ref())
+        .flatten();
+    let diff = combined(repo, &base_tree, tip_only)?;
     let classifier = Classifier::for_repo(host.git());
     let mut files = Vec::new();
     for (i, delta) in diff.deltas().enumerate() {
@@ -276,10 +332,23 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
+    // This answer is the review; what comes after it: land what is
+    // committed, or (uncommitted files stop a land) close losing them.
+    let actions: Vec<_> = if files.iter().any(|f| f.uncommitted) {
+        crate::actions::uncommitted(&opened.branch)
+    } else {
+        crate::actions::unlanded(&opened.branch)
+    }
+    .into_iter()
+    .filter(|a| a.kind != crate::actions::ActionKind::Review)
+    .collect();
     Ok(WorktreeDiff {
         base: opened.base.to_string(),
+        recorded_base: opened.recorded_base.map(|b| b.to_string()),
+        target: opened.target,
         head: opened.head.map(|h| h.to_string()).unwrap_or_default(),
         files,
+        actions,
     })
 }
 
@@ -295,8 +364,12 @@ pub fn file_texts(host: &HostRepo, selector: &str, path: &str) -> Result<FileTex
     let opened = open(host, selector)?;
     let repo = &opened.repo;
     let base_tree = repo.find_commit(opened.base)?.tree()?;
+    let tip_tree = match (&opened.root, opened.head) {
+        (None, Some(head)) => Some(repo.find_commit(head)?.tree()?),
+        _ => None,
+    };
     // A renamed file's base side is at its old path.
-    let diff = combined(repo, &base_tree)?;
+    let diff = combined(repo, &base_tree, tip_tree.as_ref())?;
     let base_path = diff
         .deltas()
         .find(|d| d.status() == Delta::Renamed && d.new_file().path() == Some(rel))
@@ -308,7 +381,16 @@ pub fn file_texts(host: &HostRepo, selector: &str, path: &str) -> Result<FileTex
         }
         _ => None,
     };
-    let worktree_bytes = read_in_worktree(&opened.root, rel)?;
+    let worktree_bytes = match (&opened.root, &tip_tree) {
+        (Some(root), _) => read_in_worktree(root, rel)?,
+        (None, Some(tip)) => match tip.get_path(rel) {
+            Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {
+                Some(repo.find_blob(entry.id())?.content().to_vec())
+            }
+            _ => None,
+        },
+        (None, None) => None,
+    };
     let text = |bytes: &Option<Vec<u8>>| -> Result<Option<String>, ()> {
         match bytes {
             None => Ok(None),

@@ -3,11 +3,12 @@
 //! goes too, whatever its strategy. Without `force`, uncommitted files or
 //! commits no other ref holds keep both, and the answer says why.
 
-use git2::{Oid, Repository};
+use git2::Oid;
 use serde_json::{Map, Value};
 
-use super::land::LANDED_TIP;
-use super::{NoSuchWorktree, find_record, lock_kind};
+use super::risk::{self, AtRisk, Preview};
+use super::{NoSuchWorktree, Subject, find_subject, lock_kind};
+use crate::actions::{ActionKind, WithActions};
 use crate::error::{ErrorKind, Failure, Hint};
 use crate::git::HostRepo;
 use crate::git::worktrees;
@@ -61,62 +62,116 @@ impl Failure for DiscardError {
     }
 }
 
-/// Removes the worktree `selector` names and its branch. Without `force`,
-/// a worktree with uncommitted files, or a branch with commits that no
-/// other ref holds (and no land brought home), is kept and the answer says
-/// why. `force` never overrides the rules of close that protect what slipway
-/// did not make (see [`close_locked`]).
-pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutcome, DiscardError> {
-    host.state_trusted()?;
-    let record = find_record(host, selector)?;
-    let lock = lock_branch(host, &record.branch)?;
-    let repo = host.git();
-    let full = format!("refs/heads/{}", record.branch);
-    let tip = worktrees::branch_tip(repo, &record.branch);
-    let landed = record
-        .extra
-        .get(LANDED_TIP)
-        .and_then(Value::as_str)
-        .and_then(|s| Oid::from_str(s).ok());
-    let unique = match tip {
-        Some(tip) => unique_commits(repo, tip, &full, landed)?,
-        None => 0,
-    };
-    let changed = if record.path.is_dir() {
-        worktrees::changed_paths_at(&record.path).map_err(DiscardError::Git)?
-    } else {
-        Vec::new()
-    };
-    if !force && (unique > 0 || !changed.is_empty()) {
-        let mut why = Vec::new();
-        if !changed.is_empty() {
-            why.push(format!(
-                "it has uncommitted changes ({} {})",
-                changed.len(),
-                if changed.len() == 1 { "path" } else { "paths" }
-            ));
-        }
-        if unique > 0 {
-            why.push(format!(
-                "branch '{}' holds {unique} commit(s) that no other branch, tag or land holds",
-                record.branch
-            ));
-        }
-        return Ok(CloseOutcome::Preserved {
-            id: record.id.clone(),
-            preserved_path: record.path.clone(),
-            branch: record.branch.clone(),
-            reason: format!(
-                "{}; nothing was discarded: land it, or discard with force to lose them",
-                why.join(" and ")
-            ),
-            changed_paths: changed,
-            commands: vec![
-                format!("cd {}", record.path.display()),
-                format!("slipway discard {} --force", record.id),
-            ],
-        });
+/// What discarding `selector` would lose (`dryRun`): nothing is changed.
+pub fn preview(host: &HostRepo, selector: &str) -> Result<Preview, DiscardError> {
+    let subject = find_subject(host, selector)?;
+    let at_risk = risk::of_discard(host, &subject)?;
+    Ok(Preview::new(&subject, at_risk, ActionKind::Discard))
+}
+
+/// Why a discard without force kept everything, from what is at risk.
+fn refusal(branch: &str, at_risk: &AtRisk) -> String {
+    let mut why = Vec::new();
+    let n = at_risk.uncommitted.len();
+    if n > 0 {
+        why.push(format!(
+            "it has uncommitted changes ({n} {})",
+            if n == 1 { "path" } else { "paths" }
+        ));
     }
+    let n = at_risk.commits.len();
+    if n > 0 {
+        why.push(format!(
+            "branch '{branch}' holds {n} {} found on no other branch, remote-tracking ref or tag, and not landed",
+            if n == 1 { "commit" } else { "commits" }
+        ));
+    }
+    format!(
+        "{}; nothing was discarded: land it, or discard with force to lose them",
+        why.join(" and ")
+    )
+}
+
+/// Removes the worktree (or kept branch) `selector` names and its branch.
+/// Without `force`, anything at risk (see [`risk::of_discard`]) keeps both,
+/// and the answer says why. `force` never overrides the rules of close that
+/// protect what slipway did not make (see [`close_locked`]).
+pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<Discarded, DiscardError> {
+    host.state_trusted()?;
+    let subject = find_subject(host, selector)?;
+    let name = subject.selector();
+    let (outcome, refused) = remove(host, subject, force)?;
+    let actions = match refused {
+        // Kept for what is at risk: look, land what is not home, or lose it.
+        Some(at_risk) => {
+            let mut actions = crate::actions::unlanded(&name);
+            if at_risk.commits.is_empty() {
+                actions.retain(|a| a.kind != ActionKind::Land);
+            }
+            actions
+        }
+        None => outcome.actions(),
+    };
+    Ok(WithActions {
+        answer: outcome,
+        actions,
+    })
+}
+
+/// A discard's answer: close's outcome and what to do next.
+pub type Discarded = WithActions<CloseOutcome>;
+
+/// [`discard`] once the subject is found; with what was at risk when that
+/// kept everything.
+fn remove(
+    host: &HostRepo,
+    subject: Subject,
+    force: bool,
+) -> Result<(CloseOutcome, Option<AtRisk>), DiscardError> {
+    let lock = lock_branch(host, subject.branch())?;
+    let repo = host.git();
+    let tip = worktrees::branch_tip(repo, subject.branch());
+    let at_risk = risk::of_discard(host, &subject)?;
+    if !force && !at_risk.is_empty() {
+        let (id, path) = match &subject {
+            Subject::Worktree(r) => (r.id.clone(), r.path.clone()),
+            Subject::KeptBranch(b) => (b.clone(), std::path::PathBuf::new()),
+        };
+        let outcome = CloseOutcome::Preserved {
+            commands: if path.as_os_str().is_empty() {
+                Vec::new()
+            } else {
+                vec![format!("cd {}", path.display())]
+            },
+            id,
+            preserved_path: path,
+            branch: subject.branch().to_owned(),
+            reason: refusal(subject.branch(), &at_risk),
+            changed_paths: at_risk.uncommitted.clone(),
+        };
+        return Ok((outcome, Some(at_risk)));
+    }
+    let lost = !at_risk.commits.is_empty();
+    let record = match subject {
+        Subject::Worktree(record) => *record,
+        Subject::KeptBranch(branch) => {
+            let full = format!("refs/heads/{branch}");
+            let token = crate::git::host_write::new_token();
+            delete_branch_at(host, &full, tip, &token)
+                .map_err(|e| DiscardError::Git(git2::Error::from_str(&e)))?;
+            let outcome = CloseOutcome::Removed {
+                id: branch.clone(),
+                path: std::path::PathBuf::new(),
+                discarded_tip: tip.filter(|_| lost).map(|t| discarded_tip(&branch, t)),
+                branch,
+                branch_deleted: true,
+                branch_kept: None,
+                kept_commit: None,
+            };
+            return Ok((outcome, None));
+        }
+    };
+    let full = format!("refs/heads/{}", record.branch);
     let branch = record.branch.clone();
     let token = crate::git::host_write::new_token();
     // Journaled before anything goes: a discard killed half way (worktree
@@ -142,7 +197,7 @@ pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutc
         ..
     } = outcome
     else {
-        return Ok(outcome);
+        return Ok((outcome, None));
     };
     crate::testhook::point("discard");
     let deleted = match delete_branch_at(host, &full, tip, &token) {
@@ -153,19 +208,23 @@ pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<CloseOutc
     if let Err(e) = journal.finish() {
         tracing::warn!("{e}");
     }
-    Ok(CloseOutcome::Removed {
+    let outcome = CloseOutcome::Removed {
         id,
         path,
         branch_deleted: deleted,
         branch_kept: None,
         kept_commit,
-        discarded_tip: tip.filter(|_| unique > 0).map(|t| {
-            format!(
-                "branch '{branch}' was at {t}, which no other ref holds: `git branch {branch} {t}` brings it back until git collects its objects"
-            )
-        }),
+        discarded_tip: tip.filter(|_| lost).map(|t| discarded_tip(&branch, t)),
         branch,
-    })
+    };
+    Ok((outcome, None))
+}
+
+/// Where a discarded branch was, and how to bring it back.
+fn discarded_tip(branch: &str, tip: Oid) -> String {
+    format!(
+        "branch '{branch}' was at {tip}, which no other ref holds: `git branch {branch} {tip}` brings it back until git collects its objects"
+    )
 }
 
 /// Deletes `full` (a branch) while it is still at `tip`, under a lock the
@@ -194,30 +253,4 @@ pub fn delete_branch_at(
         Err(crate::git::host_write::RefError::Moved { .. }) => Ok(false),
         Err(e) => Err(e.to_string()),
     }
-}
-
-/// How many commits of `tip` no ref but `own` (and no landed tip) holds.
-fn unique_commits(
-    repo: &Repository,
-    tip: Oid,
-    own: &str,
-    landed: Option<Oid>,
-) -> Result<usize, git2::Error> {
-    let mut walk = repo.revwalk()?;
-    walk.push(tip)?;
-    for r in repo.references()? {
-        let r = r?;
-        if r.name().ok() == Some(own) {
-            continue;
-        }
-        if let Ok(commit) = r.peel_to_commit() {
-            walk.hide(commit.id())?;
-        }
-    }
-    if let Some(landed) = landed
-        && repo.find_commit(landed).is_ok()
-    {
-        walk.hide(landed)?;
-    }
-    Ok(walk.count())
 }

@@ -12,7 +12,8 @@ use git2::{Oid, Repository};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::{NoSuchWorktree, find_record, lock_kind};
+use super::{NoSuchWorktree, Subject, find_subject, lock_kind};
+use crate::actions::{self, Action, ActionKind};
 use crate::error::{ErrorKind, Failure, Field, Hint};
 use crate::git::HostRepo;
 use crate::git::merge::{self, Deadline, MergeError, MergePlan, Merged};
@@ -103,6 +104,9 @@ pub struct Landed {
     /// Whether the host checkout's files and index were updated (`into` is
     /// its current branch) or only the ref moved.
     pub checkout_updated: bool,
+    /// What to do next: the work is home, so the worktree and its branch
+    /// can go.
+    pub actions: Vec<Action>,
     /// Files the land changed in `into` that make programs run on the host
     /// (`slipway.toml`, git hooks, editor and shell config).
     pub sensitive_changes: Vec<SensitiveChange>,
@@ -122,6 +126,8 @@ pub enum LandError {
     WorktreeDirty {
         /// The worktree.
         id: String,
+        /// Its branch.
+        branch: String,
         /// Where it is.
         path: std::path::PathBuf,
         /// What is uncommitted.
@@ -162,7 +168,7 @@ pub enum LandError {
     )]
     HostBusy,
     /// The branch and the target conflict.
-    #[error("{how} of '{branch}' into '{into}' conflicts in {}; nothing changed; resolve it yourself, e.g. `git merge {branch}` in the host, or rebase '{branch}' in its worktree", paths.join(", "))]
+    #[error("{how} of '{branch}' into '{into}' conflicts in {}; nothing changed; bring '{into}' into '{branch}' in its worktree (a rebase or a merge), then land it again", paths.join(", "))]
     Conflict {
         /// The mode.
         how: &'static str,
@@ -238,36 +244,58 @@ impl Failure for LandError {
             _ => Vec::new(),
         }
     }
+
+    fn actions(&self) -> Vec<Action> {
+        match self {
+            LandError::WorktreeDirty { branch, .. } => actions::uncommitted(branch),
+            LandError::Conflict { branch, .. } => vec![
+                Action::on(ActionKind::Review, branch),
+                Action::on(ActionKind::Discard, branch).forced(),
+            ],
+            LandError::Merge(e) => e.actions(),
+            _ => Vec::new(),
+        }
+    }
 }
 
-/// Lands the worktree's branch as `request` says.
+/// Lands the worktree's branch (or a kept branch) as `request` says.
 pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandError> {
     if request.how == LandHow::Rebase && request.message.is_some() {
         return Err(LandError::MessageWithRebase);
     }
     host.state_trusted()?;
-    let mut record = find_record(host, request.worktree)?;
-    let branch = record.branch.clone();
+    let subject = find_subject(host, request.worktree)?;
+    let branch = subject.branch().to_owned();
     // A run on the branch would move it under the land.
     let _lock = lock_branch(host, &branch)?;
-    let uncommitted = worktrees::changed_paths_at(&record.path)?;
-    if !uncommitted.is_empty() {
-        return Err(LandError::WorktreeDirty {
-            id: record.id.clone(),
-            path: record.path.clone(),
-            paths: uncommitted,
-        });
+    let mut record = match subject {
+        Subject::Worktree(record) => Some(*record),
+        Subject::KeptBranch(_) => None,
+    };
+    if let Some(record) = &record {
+        let uncommitted = worktrees::changed_paths_at(&record.path)?;
+        if !uncommitted.is_empty() {
+            return Err(LandError::WorktreeDirty {
+                id: record.id.clone(),
+                branch: branch.clone(),
+                path: record.path.clone(),
+                paths: uncommitted,
+            });
+        }
     }
     let repo = host.git();
     let theirs = worktrees::branch_tip(repo, &branch).ok_or_else(|| LandError::NoBranch {
         branch: branch.clone(),
     })?;
     let current = host.current_branch();
-    let into = match (request.into, record.strategy, &record.target_branch) {
-        (Some(into), _, _) => into.to_owned(),
+    let made_for = record
+        .as_ref()
+        .map(|r| (r.strategy, r.target_branch.clone()));
+    let into = match (request.into, made_for) {
+        (Some(into), _) => into.to_owned(),
         // A merge-to-head worktree lands where it was made for, as its run would.
-        (None, WorktreeStrategy::MergeToHead, Some(target)) => {
-            if current.as_deref() != Some(target) {
+        (None, Some((WorktreeStrategy::MergeToHead, Some(target)))) => {
+            if current.as_ref() != Some(&target) {
                 return Err(MergeError::HostSwitched {
                     branch,
                     into: target.clone(),
@@ -277,7 +305,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
             }
             target.clone()
         }
-        (None, _, _) => current.clone().ok_or_else(|| MergeError::DetachedHost {
+        (None, _) => current.clone().ok_or_else(|| MergeError::DetachedHost {
             branch: branch.clone(),
         })?,
     };
@@ -301,6 +329,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         kind,
         branch: branch.clone(),
         checkout_updated,
+        actions: vec![Action::on(ActionKind::Discard, &branch)],
         sensitive_changes: Vec::new(),
     };
     let made = if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
@@ -309,7 +338,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
         new_commit(repo, request, &branch, &into, ours, theirs, &deadline)?
     };
     let Some((new, kind)) = made else {
-        remember_landed(host, &mut record, theirs)?;
+        remember_landed(host, record.as_mut(), theirs)?;
         return Ok(landed(ours, LandKind::UpToDate, false));
     };
     let plan = MergePlan {
@@ -328,7 +357,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     };
     let plan = merge::checked(repo, plan, &deadline)?;
     merge::apply_journaled(host, &plan)?;
-    remember_landed(host, &mut record, theirs)?;
+    remember_landed(host, record.as_mut(), theirs)?;
     let changed = sensitive_changes(
         repo,
         Some(repo.find_commit(ours)?.tree_id()),
@@ -340,12 +369,16 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     })
 }
 
-/// Notes in the record that the branch's work up to `tip` is home.
+/// Notes in the record that the branch's work up to `tip` is home (a kept
+/// branch has no record: the target holds its tip, or its patch-ids, now).
 fn remember_landed(
     host: &HostRepo,
-    record: &mut crate::worktree::WorktreeRecord,
+    record: Option<&mut crate::worktree::WorktreeRecord>,
     tip: Oid,
 ) -> Result<(), RecordError> {
+    let Some(record) = record else {
+        return Ok(());
+    };
     record
         .extra
         .insert(LANDED_TIP.into(), Value::String(tip.to_string()));

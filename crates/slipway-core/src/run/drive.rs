@@ -266,8 +266,8 @@ pub(super) async fn drive(
                 }
                 if !returned.files.is_empty() || !returned.deleted.is_empty() {
                     ctx.log.line(&format!(
-                        "[slipway] from the sandbox: {} changed file(s), {} deleted",
-                        returned.files.len(),
+                        "[slipway] from the sandbox: {} changed, {} deleted",
+                        crate::util::count(returned.files.len(), "file", "files"),
                         returned.deleted.len()
                     ));
                 }

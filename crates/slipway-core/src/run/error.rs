@@ -67,6 +67,16 @@ pub enum RunError {
     /// The merge back was aborted.
     #[error(transparent)]
     Merge(#[from] MergeError),
+    /// The agent's CLI is not installed where the run looks for it.
+    #[error("the {agent} agent's program `{program}` is not installed (no such program on PATH); {}", match install {
+        Some(command) => format!("install it with `{command}`, or choose another agent"),
+        None => "install it, or choose another agent".to_owned(),
+    })]
+    AgentNotInstalled {
+        agent: &'static str,
+        program: String,
+        install: Option<&'static str>,
+    },
     /// The sandbox failed.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
@@ -121,6 +131,7 @@ impl RunError {
             RunError::Session(e) => e.kind(),
             RunError::Cancelled => crate::error::ErrorKind::Cancelled,
             RunError::Merge(e) => e.kind(),
+            RunError::AgentNotInstalled { .. } => crate::error::ErrorKind::AgentNotInstalled,
             RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
             RunError::Git(_) => crate::error::ErrorKind::Git,
             RunError::PrivateGit(e) => e.kind(),

@@ -1,21 +1,34 @@
-//! Who hears how a run ends. Each sidecar open on a repository announces
-//! itself with a file under `.slipway/sidecars/` that it holds locked while it
-//! lives (a crash or a reused pid cannot fake a listener). Sidecars open when a
-//! run ends each tell their own editor; nothing on disk says "reported". A run
-//! that ends while no sidecar listens leaves `runs/<run>.unheard`, which the
-//! next sidecar to start claims (exactly one wins) and reports.
+//! Who hears how a run ends, exactly once.
+//!
+//! Each sidecar open on a repository announces itself with a file under
+//! `.slipway/sidecars/` that it holds locked while it lives, and tells its
+//! editor of every run that ends while it listens.
+//!
+//! A run nobody watched end in a terminal is also **news** until an editor
+//! has shown it: `runs/<run>.news` is written *before* the run's record says
+//! it finished, so the end and "nobody has heard yet" are one step — a
+//! sidecar that finds the record finished finds the news too, and one that
+//! found it still running hears the end itself. A sidecar that started after
+//! the end reports a run only when it claims its news: an exclusive lock on
+//! the file, held until its editor has shown the report (then the file goes)
+//! or until the sidecar dies (then the lock goes, and the next sidecar to
+//! look claims it: a client that vanished without showing it loses nothing).
+//! Two sidecars starting together cannot both hold the lock, so such a run is
+//! reported once.
 
 use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::record::runs_dir;
+use crate::ids::RunId;
 
 fn sidecars_dir(slipway_dir: &Path) -> PathBuf {
     slipway_dir.join("sidecars")
 }
 
-fn unheard_path(slipway_dir: &Path, run_id: &str) -> PathBuf {
-    runs_dir(slipway_dir).join(format!("{run_id}.unheard"))
+fn news_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
+    runs_dir(slipway_dir).join(format!("{run_id}.news"))
 }
 
 /// A sidecar listening on a repository, for as long as this lives.
@@ -53,49 +66,84 @@ pub fn announce(slipway_dir: &Path) -> std::io::Result<Presence> {
     Ok(Presence { path, _file: file })
 }
 
-/// Whether any sidecar listens on the repository now; stale announcements are removed.
-pub fn anyone_listening(slipway_dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(sidecars_dir(slipway_dir)) else {
-        return false;
-    };
-    let mut listening = false;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(file) = OpenOptions::new().write(true).open(&path) else {
-            continue;
-        };
-        match file.try_lock() {
-            Err(TryLockError::WouldBlock) => listening = true,
-            Ok(()) => {
-                // Nobody holds it: its sidecar is gone.
-                if let Err(e) = std::fs::remove_file(&path) {
-                    tracing::debug!("cannot remove {}: {e}", path.display());
-                }
-            }
-            Err(TryLockError::Error(e)) => {
-                tracing::debug!("cannot check {}: {e}", path.display());
-            }
-        }
-    }
-    listening
-}
-
-/// Called when a run has ended: when no sidecar listens, the run is left to
-/// the next one to start.
-pub fn ended(slipway_dir: &Path, run_id: &str) {
-    if anyone_listening(slipway_dir) {
+/// Called as a run ends, before its record says so: unless a person watched
+/// it end (`watched`: the terminal that started it shows the result), its end
+/// is news for the editors until one of them has shown it.
+pub fn ending(slipway_dir: &Path, run_id: &RunId, watched: bool) {
+    if watched {
         return;
     }
-    let path = unheard_path(slipway_dir, run_id);
-    if let Err(e) = std::fs::write(&path, b"") {
-        tracing::warn!("cannot leave {} for the next editor: {e}", path.display());
+    let path = news_path(slipway_dir, run_id);
+    if let Err(e) = crate::util::write_atomic(&path, b"") {
+        tracing::warn!("cannot leave {} for the editors: {e}", path.display());
     }
 }
 
-/// Takes the report of a run that ended while no sidecar listened; true for
-/// the one caller that gets it.
-pub fn claim_unheard(slipway_dir: &Path, run_id: &str) -> bool {
-    std::fs::remove_file(unheard_path(slipway_dir, run_id)).is_ok()
+/// A run's news, held by this process until its editor has shown it.
+#[derive(Debug)]
+pub struct Held {
+    path: PathBuf,
+    _file: File,
+}
+
+impl Held {
+    /// The editor showed it: nobody else will be told.
+    pub fn delivered(self) {
+        remove(&self.path);
+    }
+}
+
+/// An editor showed a run's end that another sidecar holds the news of:
+/// nobody else will be told.
+pub fn shown(slipway_dir: &Path, run_id: &RunId) {
+    remove(&news_path(slipway_dir, run_id));
+}
+
+fn remove(path: &Path) {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::debug!("cannot remove {}: {e}", path.display());
+        }
+        _ => {}
+    }
+}
+
+/// What claiming a run's news found.
+#[derive(Debug)]
+pub enum Claim {
+    /// This caller holds it: its editor is to be told.
+    Held(Held),
+    /// Another live sidecar holds it: it is telling its editor (or, if its
+    /// editor vanished before showing it, the news comes free when it dies).
+    Taken,
+    /// There is none: an editor has shown it, or a person watched the run end.
+    None,
+}
+
+/// Takes the news of a run's end, if nobody else holds it.
+pub fn claim(slipway_dir: &Path, run_id: &RunId) -> Claim {
+    let path = news_path(slipway_dir, run_id);
+    let Ok(file) = OpenOptions::new().write(true).open(&path) else {
+        return Claim::None;
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Claim::Taken,
+        Err(TryLockError::Error(e)) => {
+            tracing::debug!("cannot claim {}: {e}", path.display());
+            return Claim::Taken;
+        }
+    }
+    // The holder before may have delivered it (removed the file) between our
+    // open and our lock: then this lock is on a file nobody will see.
+    let same = match (file.metadata(), std::fs::metadata(&path)) {
+        (Ok(held), Ok(now)) => held.ino() == now.ino() && held.dev() == now.dev(),
+        _ => false,
+    };
+    if !same {
+        return Claim::None;
+    }
+    Claim::Held(Held { path, _file: file })
 }
 
 #[cfg(test)]
@@ -103,28 +151,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_listener_is_seen_until_it_goes_and_an_unheard_end_is_claimed_once() {
+    fn news_is_held_by_one_claimant_until_delivered_or_dropped() {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(runs_dir(dir.path())).expect("runs dir");
-        assert!(!anyone_listening(dir.path()));
-        let presence = announce(dir.path()).expect("announce");
-        assert!(anyone_listening(dir.path()));
-        ended(dir.path(), "run-1");
-        assert!(!claim_unheard(dir.path(), "run-1"), "a listener heard it");
-        drop(presence);
-        assert!(!anyone_listening(dir.path()));
-        ended(dir.path(), "run-2");
-        assert!(claim_unheard(dir.path(), "run-2"));
-        assert!(!claim_unheard(dir.path(), "run-2"), "claimed once");
-    }
-
-    #[test]
-    fn an_announcement_left_by_a_dead_sidecar_is_not_a_listener() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let stale = sidecars_dir(dir.path());
-        std::fs::create_dir_all(&stale).expect("dir");
-        std::fs::write(stale.join("12345-dead.lock"), b"").expect("stale file");
-        assert!(!anyone_listening(dir.path()));
-        assert!(!stale.join("12345-dead.lock").exists(), "removed");
+        let (watched, run) = (RunId::new(), RunId::new());
+        ending(dir.path(), &watched, true);
+        assert!(matches!(claim(dir.path(), &watched), Claim::None));
+        ending(dir.path(), &run, false);
+        let Claim::Held(first) = claim(dir.path(), &run) else {
+            panic!("the first claimant holds it");
+        };
+        assert!(matches!(claim(dir.path(), &run), Claim::Taken));
+        // A holder that goes without delivering leaves it to the next one.
+        drop(first);
+        let Claim::Held(second) = claim(dir.path(), &run) else {
+            panic!("free again");
+        };
+        second.delivered();
+        assert!(matches!(claim(dir.path(), &run), Claim::None));
     }
 }

@@ -76,7 +76,35 @@ pub enum RunEvent {
     Iteration { iteration: u32, of: u32 },
     /// A line of agent output.
     Output { line: String },
+    /// What the agent is doing now, in a line: its latest words or tool call
+    /// (the events file keeps at most a few a second).
+    Step { text: String },
 }
+
+impl RunEvent {
+    /// The event as the line a progress display shows; `None` for raw output
+    /// (a [`RunEvent::Step`] says it in people's words).
+    pub fn describe(&self) -> Option<String> {
+        match self {
+            // The key is for programs; the message says what happens, and
+            // where it does not say which step it is, a title does.
+            RunEvent::Phase { phase, message } => Some(match phase.as_str() {
+                "worktreeReady" => format!("worktree ready: {message}"),
+                "hooks" => format!("hook {message}"),
+                "promptCommand" => format!("prompt command: {message}"),
+                "session" => format!("session: {message}"),
+                _ => message.clone(),
+            }),
+            RunEvent::Iteration { iteration, of } => Some(format!("iteration {iteration} of {of}")),
+            RunEvent::Step { text } => Some(text.clone()),
+            RunEvent::Output { .. } => None,
+        }
+    }
+}
+
+/// How often at most a step reaches the events file: editors follow the
+/// run from there, and a chatty agent must not grow it by a line per word.
+const STEP_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Receives run events.
 pub type EventSink = Arc<dyn Fn(&RunEvent) + Send + Sync>;
@@ -199,6 +227,8 @@ struct Ctx<'a> {
     timeouts: Timeouts,
     /// The branch lock every process of the run holds (see [`ExecSpec::hold`]).
     hold: Option<std::os::fd::RawFd>,
+    /// When a step last went to the events file.
+    step_written: Option<std::time::Instant>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -211,6 +241,9 @@ pub struct RunControl {
     pub cancel: CancellationToken,
     /// Stop waiting for the work to come back too.
     pub abandon: CancellationToken,
+    /// A person watches the run in the terminal that started it, which shows
+    /// its result: its end is no news for the editors.
+    pub watched: bool,
 }
 
 impl RunControl {
@@ -267,10 +300,26 @@ impl Ctx<'_> {
 
     /// Sends an event to the caller and to the run's events file.
     fn emit(&mut self, event: RunEvent) {
-        if !matches!(event, RunEvent::Output { .. }) {
+        let logged = match event {
+            RunEvent::Output { .. } => false,
+            RunEvent::Step { .. } => {
+                let due = self.step_written.is_none_or(|t| t.elapsed() >= STEP_EVERY);
+                if due {
+                    self.step_written = Some(std::time::Instant::now());
+                }
+                due
+            }
+            _ => true,
+        };
+        if logged {
             self.event_log.append(&event);
         }
         (self.events)(&event);
+    }
+
+    /// What the agent is doing now.
+    fn step(&mut self, text: String) {
+        self.emit(RunEvent::Step { text });
     }
 }
 
@@ -325,14 +374,26 @@ pub async fn run(
             result: Box::new(result),
         });
     }
-    let mut outcome = run_recorded(host, request, run_id, control, events, &mut record).await;
+    let mut outcome =
+        run_recorded(host, request, run_id, control.clone(), events, &mut record).await;
+    match &mut outcome {
+        Ok(result) => result.settle_actions(),
+        Err(failure) => failure.result.settle_actions(),
+    }
     record.state = RunState::Finished;
     record.finished = Some(crate::util::now_secs());
+    record.watched = control.watched;
     record.result = Some(match &outcome {
         Ok(result) => result.clone(),
         Err(failure) => (*failure.result).clone(),
     });
-    if let Err(e) = record.save(&slipway_dir) {
+    // The news first: whoever reads the record as finished finds it too.
+    crate::testhook::point("run-end");
+    heard::ending(&slipway_dir, &record.run_id, control.watched);
+    crate::testhook::point("run-end");
+    let saved = record.save(&slipway_dir);
+    crate::testhook::point("run-end");
+    if let Err(e) = saved {
         // The run's work is where its result says; only the record of it is
         // missing, and whoever reads the record later learns it from git.
         tracing::error!("cannot write the run record: {e}");
@@ -344,7 +405,6 @@ pub async fn run(
             Err(failure) => failure.result.warnings.push(warning),
         }
     }
-    heard::ended(&slipway_dir, &record.run_id);
     outcome
 }
 
@@ -374,6 +434,7 @@ async fn run_recorded(
         control: control.clone(),
         timeouts: request.timeouts,
         hold: None,
+        step_written: None,
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -398,6 +459,7 @@ async fn run_recorded(
             warnings: Vec::new(),
             mounts: Vec::new(),
             error: None,
+            actions: Vec::new(),
         },
     };
     let fail = |mut ctx: Ctx<'_>, error: RunError| {
@@ -568,8 +630,8 @@ async fn run_recorded(
         }
         if !found.is_empty() {
             ctx.result.warnings.push(format!(
-                "the run left {} thing(s) in {} that your git would run or follow, or that no checkout should hold ({} moved to {}); see `quarantined`",
-                found.len(),
+                "the run left {} in {} that your git would run or follow, or that no checkout should hold ({} moved to {}); see `quarantined`",
+                crate::util::count(found.len(), "thing", "things"),
                 place.cwd.display(),
                 found.iter().filter(|q| q.moved_to.is_some()).count(),
                 quarantine::folder(&host.slipway_dir(), &run_id).display()
@@ -630,7 +692,7 @@ async fn run_recorded(
         };
         match merge_into_host(host, &request) {
             Ok(merge) => {
-                ctx.log.line(&format!("[slipway] merge: {merge:?}"));
+                ctx.log.line(&format!("[slipway] merge: {merge}"));
                 ctx.result.merge = Some(merge);
                 ctx.result.merged_into =
                     into.or_else(|| crate::git::worktrees::head_branch(host.git()));

@@ -159,8 +159,12 @@ pub(super) fn finish_place(
     } else {
         WorktreeState::Preserved
     };
-    record.why = (record.state == WorktreeState::Preserved)
-        .then(|| format!("the run left {} uncommitted path(s)", dirty.len()));
+    record.why = (record.state == WorktreeState::Preserved).then(|| {
+        format!(
+            "the run left {} uncommitted",
+            crate::util::count(dirty.len(), "path", "paths")
+        )
+    });
     if let Err(e) = record.save(&slipway_dir) {
         ctx.result.warnings.push(e.to_string());
     }

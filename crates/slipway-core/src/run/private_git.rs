@@ -494,8 +494,8 @@ fn worktree_admin(checkout: &Path, common_dir: &Path) -> Option<PathBuf> {
     Some(common_dir.join("worktrees").join(checkout.file_name()?))
 }
 
-/// Makes a worktree's `.git` file name its own admin dir again (as libgit2
-/// writes it) when it names anything else, the run's private dir included.
+/// Makes a worktree's `.git` file name its own admin dir again (as a
+/// create writes it) when it names anything else, the run's private dir included.
 pub fn restore_worktree_git_file(checkout: &Path, common_dir: &Path) -> std::io::Result<()> {
     let Some(admin) = worktree_admin(checkout, common_dir) else {
         return Ok(());
@@ -511,8 +511,10 @@ pub fn restore_worktree_git_file(checkout: &Path, common_dir: &Path) -> std::io:
     if named.as_deref() == Some(&crate::git::canonical(&admin)) {
         return Ok(());
     }
-    let text = format!("gitdir: {}/\n", admin.display());
-    crate::util::write_atomic(&checkout.join(".git"), text.as_bytes())
+    crate::util::write_atomic(
+        &checkout.join(".git"),
+        &crate::git::worktrees::gitfile_text(&admin),
+    )
 }
 
 /// Brings the index of `checkout` in step after `refname` moved from `start`

@@ -259,7 +259,17 @@ pub(super) async fn run_iteration(
         None => 0,
     };
     let (cwd, env) = (spec.cwd.clone(), spec.env.clone());
-    let mut exec = sandbox.exec(spec).await?;
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let mut exec = sandbox.exec(spec).await.map_err(|e| match e {
+        SandboxError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            RunError::AgentNotInstalled {
+                agent: agent.name(),
+                install: crate::agent::install_command(agent.name()),
+                program: program.clone(),
+            }
+        }
+        other => other.into(),
+    })?;
     ctx.phase(
         "agentStarted",
         format!(
@@ -284,8 +294,13 @@ pub(super) async fn run_iteration(
                     last_output = Instant::now();
                     ctx.log.output(&line);
                     let known = ctx.result.session_id.clone();
+                    let mut step = None;
                     for event in agent.parse_line(&line) {
+                        step = event.step().or(step);
                         outcome.take(&mut ctx.result, rules, event);
+                    }
+                    if let Some(step) = step {
+                        ctx.step(step);
                     }
                     if let Some(id) = &ctx.result.session_id
                         && known.as_ref() != Some(id)

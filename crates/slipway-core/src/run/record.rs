@@ -60,6 +60,10 @@ pub struct RunRecord {
     pub sandbox: Option<String>,
     /// The result, once finished.
     pub result: Option<RunResult>,
+    /// A person watched it end in the terminal that started it: the editors
+    /// do not report it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub watched: bool,
 }
 
 /// The folder of run records.
@@ -92,6 +96,7 @@ impl RunRecord {
             agent: None,
             sandbox: None,
             result: None,
+            watched: false,
         }
     }
 
@@ -149,10 +154,12 @@ impl RunRecord {
             self.pid
         );
         self.result = Some(self.failed_result(slipway_dir, message));
+        // Nobody saw it end, whoever started it: news, written before the record.
+        self.watched = false;
+        super::heard::ending(slipway_dir, &self.run_id, false);
         if let Err(e) = self.save(slipway_dir) {
             tracing::warn!("cannot write the run record of {}: {e}", self.run_id);
         }
-        super::heard::ended(slipway_dir, &self.run_id);
         true
     }
 
@@ -198,6 +205,7 @@ impl RunRecord {
                 kind: crate::error::ErrorKind::RunDied,
                 message,
             }),
+            actions: Vec::new(),
         }
     }
 

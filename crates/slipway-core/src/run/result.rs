@@ -112,4 +112,39 @@ pub struct RunResult {
     pub mounts: Vec<workspace::MountResult>,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
+    /// What to do next with the work it left (a kept worktree or branch).
+    #[serde(default)]
+    pub actions: Vec<crate::actions::Action>,
+}
+
+impl RunResult {
+    /// Fills in `actions` from what the run left: a worktree or a kept
+    /// branch whose work is not home yet can be reviewed, landed or discarded.
+    pub fn settle_actions(&mut self) {
+        let left = self.preserved_worktree_path.is_some() || self.kept_branch.is_some();
+        self.actions = if left && !self.branch.is_empty() && self.mounts.is_empty() {
+            crate::actions::unlanded(&self.branch)
+        } else {
+            Vec::new()
+        };
+    }
+}
+
+/// What a merge back did, for people (logs, the command line).
+impl std::fmt::Display for MergeOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |sha: &str| sha[..sha.len().min(10)].to_owned();
+        match self {
+            MergeOutcome::UpToDate => f.write_str("nothing new for the host branch"),
+            MergeOutcome::FastForward { from, to } => write!(
+                f,
+                "fast-forwarded the host branch from {} to {}",
+                short(from),
+                short(to)
+            ),
+            MergeOutcome::Merged { commit } => {
+                write!(f, "merge commit {} on the host branch", short(commit))
+            }
+        }
+    }
 }

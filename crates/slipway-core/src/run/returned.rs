@@ -174,7 +174,7 @@ pub fn apply(
         } else {
             refuse(
                 &mut returned,
-                format!("a {kind:?} entry is not a file slipway writes"),
+                format!("{} is not a file slipway writes", entry_kind(kind)),
             );
             continue;
         };
@@ -254,6 +254,19 @@ fn import_bundle(
         },
     )
     .map_err(ApplyError::Refused)
+}
+
+/// An archive entry's type in people's words.
+fn entry_kind(kind: tar::EntryType) -> &'static str {
+    match kind {
+        tar::EntryType::Link => "a hard link",
+        tar::EntryType::Char => "a character device",
+        tar::EntryType::Block => "a block device",
+        tar::EntryType::Fifo => "a fifo",
+        tar::EntryType::Directory => "a folder",
+        tar::EntryType::Symlink => "a symlink",
+        _ => "an entry of an unusual type",
+    }
 }
 
 #[cfg(test)]

@@ -328,13 +328,23 @@ impl Failure for Untrusted {
     fn data(&self) -> Map<String, Value> {
         let mut data = Map::new();
         data.insert("files".into(), json!(self.files));
-        data.insert("actions".into(), json!([{ "kind": "trust" }]));
+        // Also here: errors that wrap this one carry its data, not its actions.
+        data.insert("actions".into(), json!(self.actions()));
         data
     }
 
     fn hints(&self) -> Vec<Hint> {
         vec![Hint::Trust {
             files: self.files.iter().map(|s| s.path.clone()).collect(),
+        }]
+    }
+
+    fn actions(&self) -> Vec<crate::actions::Action> {
+        vec![crate::actions::Action {
+            kind: crate::actions::ActionKind::Trust,
+            worktree: None,
+            run_id: None,
+            force: false,
         }]
     }
 }

@@ -32,6 +32,8 @@ pub struct RunDefaults {
     pub image: Option<String>,
     /// Where the agent's commits land.
     pub strategy: Option<StrategyKind>,
+    /// Where a new worktree's branch starts (`host_head` when unset).
+    pub source: Option<crate::git::policy::SourcePolicy>,
     /// Hooks.
     pub hooks: HookDefaults,
     /// Host paths (globs) copied into each new private checkout.
@@ -47,6 +49,7 @@ impl RunDefaults {
             sandbox: self.sandbox.or(fallback.sandbox),
             image: self.image.clone().or_else(|| fallback.image.clone()),
             strategy: self.strategy.or(fallback.strategy),
+            source: self.source.clone().or_else(|| fallback.source.clone()),
             hooks: HookDefaults {
                 host_on_worktree_ready: if self.hooks.host_on_worktree_ready.is_empty() {
                     fallback.hooks.host_on_worktree_ready.clone()

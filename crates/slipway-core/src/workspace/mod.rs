@@ -50,6 +50,9 @@ pub use validate::ValidationError;
 /// The file name of a repository's own defaults, at its root.
 pub const REPO_FILE_NAME: &str = "slipway.toml";
 
+/// The user's run defaults, in the config dir beside `workspaces/`.
+pub const USER_FILE_NAME: &str = "config.toml";
+
 /// One host folder and where the container sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Mount {
@@ -96,6 +99,9 @@ pub enum FileKind {
         /// The repository root the file sits in.
         root: PathBuf,
     },
+    /// The user's `config.toml` in the config dir: run defaults for every
+    /// repository, under each repository's own.
+    User,
 }
 
 /// A workspace: typed content plus the TOML document it was read from.
@@ -230,7 +236,7 @@ impl Workspace {
     pub fn new(path: &Path, kind: FileKind) -> Workspace {
         let name = match &kind {
             FileKind::Named(n) => Some(n.clone()),
-            FileKind::Repo { .. } => None,
+            FileKind::Repo { .. } | FileKind::User => None,
         };
         Workspace {
             name,
@@ -288,6 +294,23 @@ impl Workspace {
         .map(Some)
     }
 
+    /// The user's run defaults: `config.toml` beside the workspaces folder
+    /// (`$XDG_CONFIG_HOME/slipway/config.toml`, else
+    /// `~/.config/slipway/config.toml`); none when there is no such file.
+    pub fn load_user_defaults() -> Result<RunDefaults, WorkspaceError> {
+        let Ok(dir) = workspaces_dir() else {
+            return Ok(RunDefaults::default());
+        };
+        let Some(path) = dir.parent().map(|d| d.join(USER_FILE_NAME)) else {
+            return Ok(RunDefaults::default());
+        };
+        if !path.is_file() {
+            return Ok(RunDefaults::default());
+        }
+        let text = read_file(&path)?;
+        Ok(Workspace::parse(&text, &path, FileKind::User)?.defaults)
+    }
+
     /// Parses a workspace file's text. `path` is where it came from (named in
     /// every message). Older versions are migrated in memory.
     pub fn parse(text: &str, path: &Path, kind: FileKind) -> Result<Workspace, WorkspaceError> {
@@ -300,12 +323,12 @@ impl Workspace {
         let migrated_from = migrate::migrate(&mut doc, path)?;
         let base = match &kind {
             FileKind::Repo { root } => Some(root.as_path()),
-            FileKind::Named(_) => None,
+            FileKind::Named(_) | FileKind::User => None,
         };
         let content = schema::read(&doc, path, base)?;
         let name = match &kind {
             FileKind::Named(n) => Some(n.clone()),
-            FileKind::Repo { .. } => None,
+            FileKind::Repo { .. } | FileKind::User => None,
         };
         Ok(Workspace {
             name,
@@ -330,7 +353,7 @@ impl Workspace {
         let mut doc = self.doc.clone();
         let base = match &self.kind {
             FileKind::Repo { root } => Some(root.as_path()),
-            FileKind::Named(_) => None,
+            FileKind::Named(_) | FileKind::User => None,
         };
         schema::write(&mut doc, self, base);
         doc.to_string()

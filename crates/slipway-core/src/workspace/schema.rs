@@ -9,6 +9,7 @@
 //! sandbox = "docker"             # none, docker, docker-isolated
 //! image = "slipway-agent:latest"
 //! strategy = "branch"            # head, merge-to-head, branch
+//! source = "default"             # where new branches start: host_head (default), current_branch, default, ask, named:REF
 //! copy_to_worktree = [".env"]
 //!
 //! [hooks.host]
@@ -45,6 +46,7 @@ const ROOT_KEYS: &[&str] = &[
     "sandbox",
     "image",
     "strategy",
+    "source",
     "hooks",
     "copy_to_worktree",
 ];
@@ -266,6 +268,18 @@ pub(crate) fn read(
             unknown_value(file, TOP, "strategy", &s, "head, merge-to-head or branch")
         })?),
     };
+    let source = match get_str(root, "source", file, TOP)? {
+        None => None,
+        Some(s) => Some(s.parse::<SourcePolicy>().map_err(|_| {
+            unknown_value(
+                file,
+                TOP,
+                "source",
+                &s,
+                "host_head, current_branch, default, ask or named:REF",
+            )
+        })?),
+    };
     let copy_to_worktree = get_str_list(root, "copy_to_worktree", file, TOP)?;
     let hooks = read_hooks(root, file)?;
     Ok(Content {
@@ -276,6 +290,7 @@ pub(crate) fn read(
             sandbox,
             image,
             strategy,
+            source,
             hooks,
             copy_to_worktree,
         },
@@ -431,6 +446,12 @@ pub(crate) fn write(doc: &mut DocumentMut, ws: &Workspace, base: Option<&Path>) 
         "strategy",
         od.strategy.map(StrategyKind::name),
         nd.strategy.map(StrategyKind::name),
+    );
+    set_opt_str(
+        root,
+        "source",
+        od.source.as_ref().map(SourcePolicy::to_string).as_deref(),
+        nd.source.as_ref().map(SourcePolicy::to_string).as_deref(),
     );
     set_list(
         root,

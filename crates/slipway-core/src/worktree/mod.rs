@@ -15,7 +15,7 @@ pub mod trash;
 pub use close::{close, close_locked};
 pub use create::{create, create_locked};
 pub use recover::recover;
-pub use status::{list, list_with, read_status, reconcile};
+pub use status::{Counts, list, list_with, read_status, reconcile};
 
 use std::path::{Path, PathBuf};
 
@@ -243,8 +243,11 @@ pub struct WorktreeStatus {
     pub changed_files: usize,
     /// The changed paths themselves.
     pub changed_paths: Vec<String>,
-    /// Commits on the branch since the base commit.
+    /// Commits on the branch that are not home yet: counted from where the
+    /// branch and its target meet now, less what a land brought home.
     pub ahead: usize,
+    /// Commits its target has that the branch lacks.
+    pub behind: usize,
     /// Life state.
     pub state: WorktreeState,
     /// Why it is in that state.
@@ -255,6 +258,8 @@ pub struct WorktreeStatus {
     pub health: Health,
     /// The commit it started from.
     pub base_commit: String,
+    /// What to do next.
+    pub actions: Vec<crate::actions::Action>,
 }
 
 /// Whether a process is alive.
@@ -339,6 +344,30 @@ pub enum CloseOutcome {
     },
 }
 
+impl CloseOutcome {
+    /// What to do next: a worktree kept for its uncommitted changes can be
+    /// looked at and closed losing them; a temporary branch kept for its
+    /// commits can be reviewed, landed or discarded.
+    pub fn actions(&self) -> Vec<crate::actions::Action> {
+        match self {
+            CloseOutcome::Removed {
+                branch,
+                branch_kept: Some(_),
+                ..
+            } => crate::actions::unlanded(branch),
+            CloseOutcome::Removed { .. } => Vec::new(),
+            CloseOutcome::Preserved {
+                branch,
+                changed_paths,
+                ..
+            } if !changed_paths.is_empty() => crate::actions::uncommitted(branch),
+            // Kept for what is not slipway's to decide (a lock, a folder it
+            // did not make): nothing slipway can do about it.
+            CloseOutcome::Preserved { .. } => Vec::new(),
+        }
+    }
+}
+
 /// Why a worktree could not be closed.
 #[derive(Debug, thiserror::Error)]
 pub enum CloseError {
@@ -385,12 +414,10 @@ impl From<record::RecordError> for CloseError {
     }
 }
 
-/// The commands that inspect or discard a preserved worktree.
+/// The commands that inspect a preserved worktree (what to do with it is in
+/// its actions, as slipway commands).
 pub fn preserved_commands(path: &Path) -> Vec<String> {
-    vec![
-        format!("cd {}", path.display()),
-        format!("git worktree remove --force {}", path.display()),
-    ]
+    vec![format!("cd {}", path.display())]
 }
 
 fn summarize(paths: &[String]) -> String {

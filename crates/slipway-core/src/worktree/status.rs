@@ -7,20 +7,48 @@ use super::*;
 
 /// Lists every slipway worktree of the repository, after reconciling records with git.
 pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
-    list_with(host, read_status)
+    list_with(host, |record| read_status(host, record))
 }
 
-/// A present worktree's changed paths and commits ahead of its base, read
-/// from disk (a `git status` of the whole checkout).
-pub fn read_status(record: &WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error> {
-    worktrees::status_at(&record.path, &record.branch, &record.base_commit)
+/// What reading a present worktree found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Uncommitted paths.
+    pub changed: Vec<String>,
+    /// Commits on its branch that are not home yet (see [`crate::review::ahead_behind`]).
+    pub ahead: usize,
+    /// Commits its target has that the branch lacks.
+    pub behind: usize,
+}
+
+/// A present worktree's changed paths (a `git status` of the whole
+/// checkout) and its branch's commits ahead of and behind its target,
+/// counted from where they meet now.
+pub fn read_status(host: &HostRepo, record: &WorktreeRecord) -> Result<Counts, git2::Error> {
+    let repo = host.git();
+    let changed = worktrees::changed_paths_at(&record.path)?;
+    let (ahead, behind) = match worktrees::branch_tip(repo, &record.branch) {
+        Some(tip) => crate::review::ahead_behind(
+            repo,
+            tip,
+            crate::review::target_for(host, record).as_deref(),
+            git2::Oid::from_str(&record.base_commit).ok(),
+            crate::review::landed_tip(record),
+        ),
+        None => (0, 0),
+    };
+    Ok(Counts {
+        changed,
+        ahead,
+        behind,
+    })
 }
 
 /// [`list`], asking `status` for each present worktree's changed paths and
-/// commits ahead (the sidecar answers from a cache when nothing changed).
+/// commits ahead and behind (the sidecar answers from a cache when nothing changed).
 pub fn list_with(
     host: &HostRepo,
-    mut status: impl FnMut(&WorktreeRecord) -> Result<(Vec<String>, usize), git2::Error>,
+    mut status: impl FnMut(&WorktreeRecord) -> Result<Counts, git2::Error>,
 ) -> Result<Vec<WorktreeStatus>, git2::Error> {
     reconcile(host)?;
     let repo = host.git();
@@ -31,10 +59,26 @@ pub fn list_with(
             .creating_pid
             .map(|_| creation_state(&slipway_dir, &record.id));
         let present = record.path.is_dir() && worktrees::is_registered(repo, &record.id);
-        let (changed, ahead) = if present && building.is_none() {
+        let Counts {
+            changed,
+            ahead,
+            behind,
+        } = if present && building.is_none() {
             status(&record)?
         } else {
-            (Vec::new(), 0)
+            Counts::default()
+        };
+        let actions = if !present || building.is_some() {
+            Vec::new()
+        } else if !changed.is_empty() {
+            crate::actions::uncommitted(&record.branch)
+        } else if ahead > 0 {
+            crate::actions::unlanded(&record.branch)
+        } else {
+            vec![crate::actions::Action::on(
+                crate::actions::ActionKind::Discard,
+                &record.branch,
+            )]
         };
         out.push(WorktreeStatus {
             id: record.id,
@@ -45,6 +89,7 @@ pub fn list_with(
             changed_files: changed.len(),
             changed_paths: changed,
             ahead,
+            behind,
             state: record.state,
             why: record.why,
             run_id: record.run_id,
@@ -54,6 +99,7 @@ pub fn list_with(
                 None => Health::Missing,
             },
             base_commit: record.base_commit,
+            actions,
         });
     }
     for (id, error) in WorktreeRecord::corrupt(&slipway_dir) {
@@ -69,11 +115,13 @@ pub fn list_with(
             changed_files: 0,
             changed_paths: Vec::new(),
             ahead: 0,
+            behind: 0,
             state: WorktreeState::Preserved,
             why: Some(error.to_string()),
             run_id: None,
             health: Health::Corrupt,
             base_commit: String::new(),
+            actions: Vec::new(),
         });
     }
     Ok(out)

@@ -96,6 +96,8 @@ end
 ---@return T item
 ---@return integer index
 function M.select(items, opts)
+  -- What was said before the question is on the screen before it.
+  require('slipway.util').flush_now()
   local item, idx = M.await(function(cb)
     vim.ui.select(items, opts, cb)
   end)
@@ -110,6 +112,7 @@ end
 ---@param allow_empty? boolean
 ---@return string
 function M.input(opts, allow_empty)
+  require('slipway.util').flush_now()
   local text = M.await(function(cb)
     vim.ui.input(opts, cb)
   end)

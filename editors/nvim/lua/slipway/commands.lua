@@ -43,11 +43,11 @@ local function need_root()
   return root
 end
 
---- The configured agent (its type replaced by `agent=NAME`); ends the flow
---- with how to configure one when none is.
+--- The configured agent (its type replaced by `agent=NAME`); nil when none
+--- is, so the sidecar's plan takes the repository's or the user's default.
 ---@param args? slipway.CommandArgs
----@return slipway.AgentSpec
-local function need_agent(args)
+---@return slipway.AgentSpec?
+local function agent_of(args)
   local agent = config.get().agent
   local name = args and args.agent
   if name and name ~= '' then
@@ -59,6 +59,18 @@ local function need_agent(args)
     end
   end
   if type(agent) ~= 'table' or not agent.type then
+    return nil
+  end
+  return agent
+end
+
+--- The agent for an interactive command: the configured one (an interactive
+--- terminal needs a program to start), else how to configure one ends the flow.
+---@param args? slipway.CommandArgs
+---@return slipway.AgentSpec
+local function need_agent(args)
+  local agent = agent_of(args)
+  if not agent then
     async.fail(
       "no agent configured: set vim.g.slipway = { agent = { type = 'claude-code' } } "
         .. "or { type = 'command', command = { 'my-agent' } } (see :help slipway-agent)"
@@ -95,11 +107,12 @@ local function parse_source(text)
   return { policy = text }
 end
 
---- The source policy from the arguments, the options, or the picker.
+--- The source policy the user chose here (`source=`, else the `source`
+--- option), or nil: the sidecar's plan then takes the repository's or the
+--- user's default, and says when one must be picked (`sourceBranchRequired`).
 ---@param args slipway.CommandArgs
----@param root string
----@return table
-local function choose_source(args, root)
+---@return table?
+local function chosen_source(args)
   local source = parse_source(args.source)
   if source then
     return source
@@ -108,9 +121,9 @@ local function choose_source(args, root)
   if type(opt) == 'table' then
     return opt
   elseif type(opt) == 'string' then
-    return parse_source(opt) --[[@as table]]
+    return parse_source(opt)
   end
-  return pick.source(root)
+  return nil
 end
 
 --- Source errors whose `data.choices` the branch picker can answer.
@@ -121,15 +134,35 @@ local source_choice_kinds = {
   detachedHead = true,
 }
 
---- Calls `command`; a `sourceBranchRequired` answer (or another source error
---- with `choices`) opens the branch picker over its `choices` and calls again
---- with the chosen `named` source; an `untrustedConfig` one asks to trust.
+--- Whether an error's hints ask for `field` (`{do = "give", field = …}`).
+---@param err slipway.RpcError?
+---@param field string
+---@return boolean
+local function asks_for(err, field)
+  local hints = err and type(err.data) == 'table' and err.data.hints or nil
+  for _, h in ipairs(type(hints) == 'table' and hints or {}) do
+    if h['do'] == 'give' and h.field == field then
+      return true
+    end
+  end
+  return false
+end
+
+--- Calls `command`, asking only for what the sidecar's plan says is missing:
+--- a branch name when it hints `give branch` (the strategy is `branch`), and
+--- a source branch when it answers `sourceBranchRequired` (or another source
+--- error with `choices`: the branch picker over them, then the `named` source);
+--- an `untrustedConfig` one asks to trust.
 ---@param root string
 ---@param command string
 ---@param request table
 ---@return table
 local function call_with_source(root, command, request)
   local result, err = trust.call(root, command, request)
+  if err and not request.branch and asks_for(err, 'branch') then
+    request.branch = vim.trim(async.input({ prompt = 'slipway: branch name: ' }))
+    result, err = trust.call(root, command, request)
+  end
   if err and type(err.data) == 'table' and source_choice_kinds[err.data.kind] then
     local choices = err.data.choices
     if type(choices) ~= 'table' or #choices == 0 then
@@ -153,12 +186,19 @@ end
 local function current_or_pick(args, root, prompt)
   -- `slipway.list` rather than `slipway.status`: the latter answers from the
   -- sidecar's cache, which can lag a worktree created a moment ago.
-  local list = pick.worktrees(root)
+  local answer = lsp.must(root, 'slipway.list', { root = root })
+  local list = answer.worktrees or {}
   if args.worktree then
     local wanted = args.worktree
     for _, w in ipairs(list) do
       if w.id == wanted or w.branch == wanted or util.realpath(w.path) == util.realpath(wanted) then
         return { id = w.id, branch = w.branch, path = w.path }
+      end
+    end
+    -- A branch a merge-to-head run kept without a worktree.
+    for _, k in ipairs(type(answer.keptBranches) == 'table' and answer.keptBranches or {}) do
+      if k.branch == wanted then
+        return { id = k.branch, branch = k.branch }
       end
     end
     async.fail('no slipway worktree matches ' .. wanted)
@@ -223,48 +263,20 @@ function M.removed(path, root)
   end)
 end
 
---- What each strategy does, for the picker; which strategies there are is the sidecar's.
----@param s string
----@return string
-local function strategy_label(s)
-  return ({
-    ['merge-to-head'] = 'merge-to-head: a temporary branch merged into the current branch',
-    branch = 'branch: a named branch, kept',
-    head = 'head: straight into the host checkout',
-  })[s] or s
-end
-
---- The strategies the sidecar accepts that give a worktree (`head` works in the host checkout).
----@param root string
----@return string[]
-local function worktree_strategies(root)
-  return vim.tbl_filter(function(s)
-    return s ~= 'head'
-  end, lsp.names(root, 'strategies'))
-end
-
 ---@type table<string, fun(args: slipway.CommandArgs): any>
 local flows = {}
 
---- `new`: strategy, branch name, source policy (`named` and `ask` open the branch picker), then create.
+--- `new`: create a worktree by the defaults, asking only what the sidecar says is missing.
 function flows.new(args)
   local root = need_root()
-  local strategy = args.strategy
-    or async.select(worktree_strategies(root), {
-      prompt = 'slipway: strategy',
-      kind = 'slipway.strategy',
-      format_item = strategy_label,
-    })
-  local branch = args.branch
-  if strategy == 'branch' and not branch then
-    branch = vim.trim(async.input({ prompt = 'slipway: branch name: ' }))
-  end
+  -- What is not given is the defaults' (the repository's slipway.toml, the
+  -- user's config.toml); the sidecar says what is still missing.
   local request = {
     root = root,
-    strategy = strategy,
-    branch = branch,
+    strategy = args.strategy,
+    branch = args.branch,
     base = args.base,
-    source = choose_source(args, root),
+    source = chosen_source(args),
     copy = config.get().copy,
   }
   local created = call_with_source(root, 'slipway.createWorktree', request)
@@ -338,7 +350,7 @@ end
 --- `handoff`: the current worktree goes to an unattended run, with a prompt from `vim.ui.input`.
 function flows.handoff(args)
   local root = need_root()
-  local agent = need_agent(args)
+  local agent = agent_of(args)
   local w = current_or_pick(args, root, 'slipway: hand off')
   local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
   -- The agent sees files on disk: unsaved edits of this worktree are offered a write first.
@@ -372,40 +384,28 @@ end
 --- `run`: a new worktree and an unattended run in it.
 function flows.run(args)
   local root = need_root()
-  local agent = need_agent(args)
-  local strategy = args.strategy
-    or async.select(lsp.names(root, 'strategies'), {
-      prompt = 'slipway: strategy',
-      kind = 'slipway.strategy',
-      format_item = strategy_label,
-    })
-  local branch = args.branch
-  if strategy == 'branch' and not branch then
-    branch = vim.trim(async.input({ prompt = 'slipway: branch name: ' }))
-  end
-  local source = strategy ~= 'head' and choose_source(args, root) or nil
   local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
+  -- Strategy, source, agent and sandbox not given here are the defaults'.
   local request = {
     root = root,
-    strategy = strategy,
-    branch = branch,
+    strategy = args.strategy,
+    branch = args.branch,
     base = args.base,
-    source = source,
-    agent = agent,
+    source = chosen_source(args),
+    agent = agent_of(args),
     sandbox = sandbox_of(args),
     prompt = prompt,
     copy = config.get().copy,
   }
   local started = call_with_source(root, 'slipway.run', request)
   util.notify(
-    ('run %s started (%s%s; :Slipway log %s)\nit goes on if you close the editor'):format(
+    ('run %s started (%s; :Slipway log %s)\nit goes on if you close the editor'):format(
       started.runId,
-      strategy,
-      branch and (' ' .. branch) or '',
+      request.branch or 'by the defaults',
       started.runId
     )
   )
-  fire('SlipwayRunStarted', { runId = started.runId, branch = branch, root = root })
+  fire('SlipwayRunStarted', { runId = started.runId, branch = request.branch, root = root })
   return started
 end
 
@@ -502,7 +502,7 @@ function flows.workspace(args)
   if not root then
     async.fail('no repository to run from: the workspace ' .. ws.name .. ' has no mount that is a git repository')
   end
-  local agent = need_agent(args)
+  local agent = agent_of(args)
   local prompt = args.prompt or async.input({ prompt = 'slipway: prompt for the agent: ' })
   -- The sandbox is the workspace's (or its repository's slipway.toml) unless configured.
   local request = {
@@ -549,19 +549,35 @@ function flows.workspace(args)
   return started
 end
 
---- `list`: every slipway worktree of the repository.
+--- `list`: every slipway worktree of the repository, one row each, in the
+--- `slipway://list` buffer (a message would show only its first line).
 function flows.list(_)
   local root = need_root()
-  local list = pick.worktrees(root)
-  if #list == 0 then
+  local answer = lsp.must(root, 'slipway.list', { root = root })
+  local list = answer.worktrees or {}
+  local kept = type(answer.keptBranches) == 'table' and answer.keptBranches or {}
+  if #list == 0 and #kept == 0 then
     util.notify('no slipway worktrees in ' .. root)
     return list
   end
-  local lines = { ('%d worktree%s in %s'):format(#list, #list == 1 and '' or 's', root) }
+  local lines = {
+    ('%d worktree%s in %s'):format(#list, #list == 1 and '' or 's', root),
+  }
   for _, w in ipairs(list) do
     lines[#lines + 1] = '  ' .. pick.format_worktree(w)
+    lines[#lines + 1] = '      ' .. w.path
   end
-  util.notify(table.concat(lines, '\n'))
+  for _, k in ipairs(kept) do
+    lines[#lines + 1] = ('  %s  kept branch, no worktree  %d ahead, %d behind  (:Slipway review %s)'):format(
+      k.branch,
+      tonumber(k.ahead) or 0,
+      tonumber(k.behind) or 0,
+      k.branch
+    )
+  end
+  lines[#lines + 1] = ''
+  lines[#lines + 1] = 'q closes; :Slipway review|land|discard|close BRANCH acts on a row'
+  util.show_lines('slipway://list', lines)
   return list
 end
 
@@ -605,8 +621,9 @@ function flows.close(args)
     end
   end
   for _, c in ipairs(first.commands or {}) do
-    lines[#lines + 1] = '  ' .. util.editor_text(c)
+    lines[#lines + 1] = '  inspect: ' .. c
   end
+  lines[#lines + 1] = util.actions_text(first.actions)
   util.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
   local choice = async.select({ 'keep', 'force' }, {
     prompt = ('slipway: discard %d uncommitted path%s in %s?'):format(
@@ -744,46 +761,62 @@ function flows.land(args)
   return answer
 end
 
---- `discard`: remove a worktree and its branch, after a confirmation that says what is lost.
+--- `discard`: remove a worktree (or a kept branch) and its branch. The
+--- sidecar says what would be lost (`dryRun`); only when that is not nothing
+--- does a confirmation list it, and nothing happens without it.
 function flows.discard(args)
   local root = need_root()
   local w = current_or_pick(args, root, 'slipway: discard worktree')
-  local info
-  for _, x in ipairs(pick.worktrees(root)) do
-    if x.id == w.id then
-      info = x
+  local preview = lsp.must(root, 'slipway.discard', { root = root, worktree = w.id, dryRun = true })
+  local risk = type(preview.atRisk) == 'table' and preview.atRisk or {}
+  local uncommitted = type(risk.uncommitted) == 'table' and risk.uncommitted or {}
+  local commits = type(risk.commits) == 'table' and risk.commits or {}
+  local force = false
+  if #uncommitted + #commits > 0 then
+    local lost = {}
+    if #commits > 0 then
+      lost[#lost + 1] = ('%d commit%s'):format(#commits, #commits == 1 and '' or 's')
     end
+    if #uncommitted > 0 then
+      lost[#lost + 1] = ('%d uncommitted file%s'):format(#uncommitted, #uncommitted == 1 and '' or 's')
+    end
+    local what = table.concat(lost, ' and ')
+    local lines = { ('discarding %s loses %s:'):format(w.branch, what) }
+    for _, c in ipairs(commits) do
+      lines[#lines + 1] = ('  commit %s %s'):format(util.short(c.sha), tostring(c.subject))
+    end
+    for _, p in ipairs(uncommitted) do
+      lines[#lines + 1] = '  uncommitted ' .. p
+    end
+    util.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
+    local choice = async.select({ 'keep', 'discard' }, {
+      prompt = ('slipway: discard %s (worktree and branch)? %s would be lost'):format(w.branch, what),
+      kind = 'slipway.discard',
+      format_item = function(c)
+        return c == 'keep' and 'Keep it' or ('Discard %s: lose %s'):format(w.branch, what)
+      end,
+    })
+    if choice ~= 'discard' then
+      util.notify('kept ' .. w.branch)
+      return nil
+    end
+    force = true
   end
-  local lost = {}
-  if info and (info.ahead or 0) > 0 then
-    lost[#lost + 1] = ('%d commit%s'):format(info.ahead, info.ahead == 1 and '' or 's')
+  if w.path then
+    buffers.offer_write(w.path, 'discard')
   end
-  if info and (info.changedFiles or 0) > 0 then
-    lost[#lost + 1] = ('%d uncommitted file%s'):format(info.changedFiles, info.changedFiles == 1 and '' or 's')
-  end
-  local what = #lost > 0 and table.concat(lost, ' and ') or 'nothing unique'
-  local choice = async.select({ 'keep', 'discard' }, {
-    prompt = ('slipway: discard %s (worktree and branch; %s lost)?'):format(w.branch, what),
-    kind = 'slipway.discard',
-    format_item = function(c)
-      return c == 'keep' and 'Keep it' or ('Discard %s: %s lost'):format(w.branch, what)
-    end,
-  })
-  if choice ~= 'discard' then
-    util.notify('kept ' .. w.branch)
-    return nil
-  end
-  local answer = lsp.must(root, 'slipway.discard', { root = root, worktree = w.id, force = true })
+  local answer = lsp.must(root, 'slipway.discard', { root = root, worktree = w.id, force = force })
   if answer.removed == false then
     local lines = { ('%s was not discarded: %s'):format(w.branch, tostring(answer.reason)) }
-    for _, c in ipairs(answer.commands or {}) do
-      lines[#lines + 1] = '  ' .. util.editor_text(c)
-    end
+    lines[#lines + 1] = util.actions_text(answer.actions)
     util.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
     return answer
   end
-  util.notify(('discarded %s: worktree and branch removed'):format(w.branch))
-  M.removed(answer.path ~= nil and answer.path ~= vim.NIL and answer.path or w.path, root)
+  util.notify(('discarded %s: %s'):format(w.branch, w.path and 'worktree and branch removed' or 'branch removed'))
+  local path = util.present(answer.path) or w.path
+  if path then
+    M.removed(path, root)
+  end
   return answer
 end
 

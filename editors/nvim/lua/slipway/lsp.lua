@@ -95,13 +95,17 @@ function M.filter_diagnostics(params)
   end
   local status = require('slipway.status')
   local kept = {}
+  local file = type(params.uri) == 'string' and vim.uri_to_fname(params.uri) or nil
+  local worktree = file and select(2, status.lookup(util.realpath(file))) or nil
   for _, d in ipairs(params.diagnostics) do
-    local msg = type(d.message) == 'string' and d.message or ''
-    local dir = msg:match('inspect: cd (.-);')
-    if d.code == 'dirty-preserved-worktree' and dir and status.is_yours(dir) then
+    if d.code == 'dirty-preserved-worktree' and worktree and status.is_yours(worktree.path) then
       -- dropped: the user's own worktree
     else
-      d.message = util.editor_text(msg)
+      -- What to do, in this editor's words (the sidecar sends it as actions).
+      local next_line = type(d.data) == 'table' and util.actions_text(d.data.actions)
+      if next_line then
+        d.message = d.message .. '; ' .. next_line
+      end
       kept[#kept + 1] = d
     end
   end
@@ -137,6 +141,9 @@ function M.config()
     root_markers = { '.git' },
     root_dir = root_dir,
     handlers = M.handlers(),
+    -- The plugin says which run ends it has shown (`slipway.seen`), so one
+    -- that ends while Neovim is closed, or as it quits, is told at its next start.
+    init_options = { confirmsSeen = true },
     on_init = check_protocol,
     on_exit = function(_, _, client_id)
       vim.schedule(function()

@@ -114,7 +114,9 @@ function M.format_worktree(w)
   if (w.ahead or 0) > 0 then
     bits[#bits + 1] = ('%d ahead'):format(w.ahead)
   end
-  bits[#bits + 1] = w.path
+  if (tonumber(w.behind) or 0) > 0 then
+    bits[#bits + 1] = ('%d behind'):format(w.behind)
+  end
   return table.concat(bits, '  ')
 end
 

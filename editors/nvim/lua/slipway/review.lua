@@ -113,10 +113,13 @@ local function scratch(name, lines, filetype)
   return buf
 end
 
---- The review's key mappings in `buf`: land, discard, next and previous file, quit.
+--- The review's key mappings in `buf`: land, discard, next and previous file,
+--- quit; in the worktree's own file (`steps_only`) just next and previous file,
+--- so that its other keys stay as they are.
 ---@param s slipway.Review
 ---@param buf integer
-local function map_keys(s, buf)
+---@param steps_only? boolean
+local function map_keys(s, buf, steps_only)
   local function map(lhs, fn, desc)
     vim.keymap.set('n', lhs, function()
       if M.sessions[s.tab] ~= s then
@@ -126,18 +129,21 @@ local function map_keys(s, buf)
       fn()
     end, { buffer = buf, nowait = true, desc = 'slipway review: ' .. desc })
   end
-  map('L', function()
-    require('slipway.commands').run('land', { worktree = s.worktree.id })
-  end, 'land the worktree (:Slipway land)')
-  map('X', function()
-    require('slipway.commands').run('discard', { worktree = s.worktree.id })
-  end, 'discard the worktree (:Slipway discard)')
   map(']f', function()
     M.step(s, 1)
   end, 'next file')
   map('[f', function()
     M.step(s, -1)
   end, 'previous file')
+  if steps_only then
+    return
+  end
+  map('L', function()
+    require('slipway.commands').run('land', { worktree = s.worktree.id })
+  end, 'land the worktree (:Slipway land)')
+  map('X', function()
+    require('slipway.commands').run('discard', { worktree = s.worktree.id })
+  end, 'discard the worktree (:Slipway discard)')
   map('q', function()
     M.close(s)
   end, 'close the review')
@@ -175,12 +181,18 @@ function M.show(s, index)
     keep = vim.api.nvim_get_current_win()
   end
   vim.api.nvim_set_current_win(keep)
-  local file = s.worktree.path .. '/' .. f.path
   local branch = s.worktree.branch
   local ft = vim.filetype.match({ filename = f.path }) or ''
   if f.status == 'deleted' then
     vim.api.nvim_win_set_buf(keep, scratch(('slipway://%s/deleted/%s'):format(branch, f.path), {}, ft))
+  elseif not s.worktree.path then
+    -- A kept branch has no files on disk: its tip's text, read-only.
+    vim.api.nvim_win_set_buf(
+      keep,
+      scratch(('slipway://%s@tip/%s'):format(branch, f.path), lines_of(texts.worktreeText), ft)
+    )
   else
+    local file = s.worktree.path .. '/' .. f.path
     -- A filetype plugin that fails (a missing parser) must not end the review.
     local edited, err = pcall(vim.cmd, 'edit ' .. vim.fn.fnameescape(file))
     if not edited and vim.fn.bufnr(file) == -1 then
@@ -188,6 +200,8 @@ function M.show(s, index)
     end
   end
   local right = vim.api.nvim_get_current_win()
+  -- The cursor lands here: the review's keys work in every window of the tab.
+  map_keys(s, vim.api.nvim_win_get_buf(right), vim.bo[vim.api.nvim_win_get_buf(right)].buftype == '')
   vim.fn.setqflist({}, 'a', { idx = index })
   if texts.binary == true then
     util.notify(('%s is a binary file: no text diff'):format(f.path))
@@ -259,17 +273,19 @@ function M.open(root, w)
   local diff = lsp.must(root, 'slipway.diff', { root = root, worktree = w.id })
   local files = diff.files or {}
   if #files == 0 then
-    util.notify(('nothing to review in %s: no change against its base'):format(w.branch))
+    util.notify(
+      ('nothing to review in %s: no change against %s'):format(w.branch, util.present(diff.target) or 'its base')
+    )
     return nil
   end
-  local path = w.path or diff.path
+  local path = util.present(w.path) or util.present(diff.path)
   for _, old in pairs(M.sessions) do
     if old.worktree.id == w.id then
       M.close(old)
     end
   end
   vim.cmd('tabnew')
-  vim.cmd('tcd ' .. vim.fn.fnameescape(path))
+  vim.cmd('tcd ' .. vim.fn.fnameescape(path or root))
   local s = {
     root = root,
     worktree = { id = w.id, branch = w.branch, path = path },
@@ -283,7 +299,7 @@ function M.open(root, w)
   local items = {}
   for _, f in ipairs(files) do
     items[#items + 1] = {
-      filename = path .. '/' .. f.path,
+      filename = (path or root) .. '/' .. f.path,
       lnum = 1,
       col = 1,
       text = M.format_file(f),

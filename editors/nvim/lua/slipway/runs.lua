@@ -24,6 +24,7 @@ local M = {}
 ---@field merge? { kind: 'fastForward'|'merged'|'upToDate', from?: string, to?: string, commit?: string, into?: string }
 ---@field quarantined? { path: string, finding: string, detail?: string, movedTo?: string }[]
 ---@field warnings? string[]
+---@field actions? { kind: string, worktree?: string, runId?: string, force?: boolean }[]
 ---@field sensitiveChanges? { path: string, status: string, kind: string, why: string }[]
 
 --- Every `slipway/runFinished` received, newest last.
@@ -189,6 +190,16 @@ function M.summary(p)
   if yours then
     head = head .. ' (your worktree)'
   end
+  -- What to do next is on the line people see: review and land first.
+  local offered = {}
+  for _, a in ipairs(type(p.actions) == 'table' and p.actions or {}) do
+    if a.kind == 'review' or a.kind == 'land' then
+      offered[#offered + 1] = util.action_text(a)
+    end
+  end
+  if #offered > 0 then
+    head = head .. ' — ' .. table.concat(offered, ' or ')
+  end
   lines[1] = head
   local extra = {}
   if type(p.iterations) == 'number' and p.iterations > 1 then
@@ -219,23 +230,13 @@ function M.summary(p)
     lines[#lines + 1] = 'worktree ' .. where
   end
   local next_steps = {}
-  local name = str(p.branch) or where
   if where and not yours then
-    next_steps[#next_steps + 1] = 'open: :Slipway open'
+    next_steps[#next_steps + 1] = ':Slipway open'
   end
-  if where and n > 0 then
-    next_steps[#next_steps + 1] = 'review: :Slipway review ' .. name
-  elseif n > 0 then
-    next_steps[#next_steps + 1] = ('review: git -C %s log -p %s^..%s'):format(
-      vim.fn.shellescape(p.root or '.'),
-      util.short(commits[1].sha),
-      util.short(commits[n].sha)
-    )
+  for _, a in ipairs(type(p.actions) == 'table' and p.actions or {}) do
+    next_steps[#next_steps + 1] = util.action_text(a)
   end
-  if where and not yours then
-    next_steps[#next_steps + 1] = 'close: :Slipway close ' .. name
-  end
-  next_steps[#next_steps + 1] = 'log: :Slipway log ' .. p.runId
+  next_steps[#next_steps + 1] = ':Slipway log ' .. p.runId
   lines[#lines + 1] = 'next: ' .. table.concat(next_steps, ' | ')
   if str(p.logFile) then
     lines[#lines + 1] = 'log file: ' .. p.logFile
@@ -280,14 +281,34 @@ function M.on_finished(client_id, params)
     data = vim.tbl_extend('force', { client_id = client_id }, params),
   })
   pcall(M.refresh_buffers, params)
-  if require('slipway.config').get().notify_run_finished ~= false then
-    util.notify(M.summary(params), levels[params.status] or vim.log.levels.INFO)
+  -- Once shown, no other editor is told of it (the sidecar holds its news until then).
+  local function seen()
+    M.seen(client_id, params.runId)
   end
   local qline, qdetails = M.quarantine_text(params)
+  if require('slipway.config').get().notify_run_finished ~= false then
+    util.notify(M.summary(params), levels[params.status] or vim.log.levels.INFO, not qline and seen or nil)
+  elseif not qline then
+    vim.schedule(seen)
+  end
   if qline then
-    util.notify(qdetails or qline, vim.log.levels.WARN)
+    util.notify(qdetails or qline, vim.log.levels.WARN, seen)
   end
   vim.cmd('redrawstatus!')
+end
+
+--- Tells the sidecar that the end of run `run_id` was shown.
+---@param client_id integer
+---@param run_id string
+function M.seen(client_id, run_id)
+  local client = vim.lsp.get_client_by_id(client_id)
+  if not client or client:is_stopped() or type(run_id) ~= 'string' then
+    return
+  end
+  client:request('workspace/executeCommand', {
+    command = 'slipway.seen',
+    arguments = { { runIds = { run_id } } },
+  }, function() end)
 end
 
 return M

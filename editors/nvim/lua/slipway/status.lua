@@ -50,8 +50,33 @@ function M.on_status(client_id, params)
   end
   M.by_client[client_id] = params
   util.forget_realpaths()
+  M.follow_removals(params)
   fire('SlipwayStatus', { client_id = client_id, status = params })
   vim.cmd('redrawstatus!')
+end
+
+--- The worktree paths each repository had in its last status, by root.
+---@type table<string, table<string, true>>
+local known = {}
+
+--- Worktrees removed from outside (the command line, another editor) are
+--- forgotten here too: their buffers go, tabs leave them, their reviews end.
+---@param params { repositories: slipway.Snapshot[] }
+function M.follow_removals(params)
+  for _, repo in ipairs(params.repositories or {}) do
+    if type(repo.root) == 'string' and type(repo.worktrees) == 'table' then
+      local now = {}
+      for _, w in ipairs(repo.worktrees) do
+        now[w.path] = true
+      end
+      for path in pairs(known[repo.root] or {}) do
+        if not now[path] and not vim.uv.fs_stat(path) then
+          pcall(require('slipway.commands').removed, path, repo.root)
+        end
+      end
+      known[repo.root] = now
+    end
+  end
 end
 
 --- Drops what a stopped client said.

@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { appendLog, diffFileView, discardPreservedView, landedMessage, landModeItems, runNodeView } from '../../src/model';
+import { appendLog, diffFileView, discardRiskView, landedMessage, landModeItems, runNodeView } from '../../src/model';
 import { readVocabularies, SlipwayError, type Vocabularies } from '../../src/protocol';
 import { type Fixture, makeFixture, writeCommittingAgent } from '../fixtures';
 import { Session } from './harness';
@@ -166,7 +166,10 @@ describe('slipway lsp: diff, runs, log, land and discard, as the Slipway view us
       return;
     }
     assert.ok(fs.existsSync(path.join(worktreePath, 'scratch.txt')));
-    assert.match(discardPreservedView(kept).detail, /scratch\.txt/);
+    // What the modal lists is the sidecar's dry run: the file, and no landed commit.
+    const preview = await session.api.discardDryRun({ root: fx.repo, worktree: worktreeId });
+    assert.deepEqual(preview.atRisk, { uncommitted: ['scratch.txt'], commits: [] });
+    assert.match(discardRiskView(preview)?.detail ?? '', /uncommitted scratch\.txt/);
     const forced = await session.api.discard({ root: fx.repo, worktree: worktreeId, force: true });
     assert.equal(forced.removed, true);
     assert.ok(!fs.existsSync(worktreePath));

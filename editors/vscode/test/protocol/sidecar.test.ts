@@ -148,7 +148,8 @@ describe('slipway lsp, driven through the extension request builders', () => {
     const view = runFinishedView(done);
     assert.equal(view.severity, 'info');
     assert.equal(view.message, 'slipway: run completed on feature/search-ui: 2 commits');
-    assert.deepEqual(view.actions, ['Open', 'Close Worktree…', 'Show Log', 'Dismiss']);
+    // The sidecar's next actions become the toast's buttons: Review and Land first.
+    assert.deepEqual(view.actions, ['Review', 'Land…', 'Open', 'Show Log']);
     assert.match(fs.readFileSync(done.logFile, 'utf8'), /agent got prompt: add two files/);
     // $/progress: create, begin, reports, end on the run's token.
     const token = progressToken(runId);
@@ -197,8 +198,13 @@ describe('slipway lsp, driven through the extension request builders', () => {
       agent: { type: 'command', command: ['sh', '-c', 'echo stalling; sleep 60'] }, // allow-sleep: the agent stalls until the test cancels it
     });
     await session.until(
-      () => session.progress.some((p) => p.token === progressToken(runId) && (p.value.message ?? '').startsWith('agentStarted')),
+      () => session.progress.some((p) => p.token === progressToken(runId) && /^command started \(pid \d+\)$/.test(p.value.message ?? '')),
       'agent started',
+    );
+    // Then the step line follows the agent: its latest output, in people's words.
+    await session.until(
+      () => session.progress.some((p) => p.token === progressToken(runId) && p.value.message === 'stalling'),
+      "the agent's output as the step",
     );
     const answer = await session.api.cancel({ runId });
     assert.equal(answer.status, 'cancelling');

@@ -192,12 +192,18 @@ describe('status bar text from a slipway/status notification', () => {
 describe('runFinished and close views', () => {
   const base = runFinished();
 
-  it('announces a completed run with Open, Close Worktree… (not a bare Close) and Dismiss', () => {
+  it("announces a completed run with the sidecar's actions: Review and Land, then Open", () => {
     assert.deepEqual(runFinishedView(base), {
       severity: 'info',
       message: 'slipway: run completed on feature/x: 2 commits',
-      actions: ['Open', 'Close Worktree…', 'Show Log', 'Dismiss'],
+      actions: ['Open', 'Show Log'],
     });
+    const actions = [
+      { kind: 'review' as const, worktree: 'feature/x' },
+      { kind: 'land' as const, worktree: 'feature/x' },
+      { kind: 'discard' as const, worktree: 'feature/x', force: true },
+    ];
+    assert.deepEqual(runFinishedView({ ...base, actions }).actions, ['Review', 'Land…', 'Open', 'Show Log']);
   });
 
   it('announces a failure with its message and the kept branch, no Open without a worktree', () => {
@@ -211,7 +217,7 @@ describe('runFinished and close views', () => {
     });
     assert.equal(v.severity, 'error');
     assert.equal(v.message, "slipway: run failed on feature/x: 1 commit — the host has changes — branch 'slipway/merge-1' was kept");
-    assert.deepEqual(v.actions, ['Show Log', 'Dismiss']);
+    assert.deepEqual(v.actions, ['Show Log']);
   });
 
   it('warns on cancel and errors on timeouts', () => {
@@ -275,6 +281,8 @@ describe('settings to protocol values', () => {
     assert.deepEqual(sourceFromSettings('current-branch', undefined, POLICIES), { policy: 'current_branch' });
     assert.deepEqual(sourceFromSettings('default', 'origin/x', POLICIES), { policy: 'named', ref: 'origin/x' });
     assert.deepEqual(sourceFromSettings('bogus', undefined, POLICIES), { policy: 'ask' });
+    // Unset: the repository's and the user's defaults decide; nothing is sent.
+    assert.equal(sourceFromSettings('', undefined, POLICIES), undefined);
   });
 
   it('finds the binary on PATH or at the path given, and reports a missing one', () => {
@@ -285,6 +293,14 @@ describe('settings to protocol values', () => {
     assert.equal(resolveBinary('/custom/slipway', '', isExec), '/custom/slipway');
     assert.equal(resolveBinary('/nope/slipway', '/opt/bin', isExec), undefined);
     assert.equal(resolveBinary('slipway', '/usr/bin', isExec), undefined);
+  });
+
+  it('looks in ~/.cargo/bin (where cargo install puts it) when PATH lacks it', () => {
+    const isExec = (f: string) => f === '/home/me/.cargo/bin/slipway';
+    assert.equal(resolveBinary('slipway', '/usr/bin', isExec, { home: '/home/me' }), '/home/me/.cargo/bin/slipway');
+    const cargo = (f: string) => f === '/opt/cargo/bin/slipway';
+    assert.equal(resolveBinary('slipway', '/usr/bin', cargo, { home: '/home/me', cargoHome: '/opt/cargo' }), '/opt/cargo/bin/slipway');
+    assert.equal(resolveBinary('/abs/slipway', '/usr/bin', isExec, { home: '/home/me' }), undefined, 'a path given is the only place');
   });
 });
 

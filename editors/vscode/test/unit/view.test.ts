@@ -10,8 +10,7 @@ import {
   closeConfirmView,
   diffDocQuery,
   diffFileView,
-  discardConfirmView,
-  discardPreservedView,
+  discardRiskView,
   epochSeconds,
   landedMessage,
   landModeItems,
@@ -123,28 +122,25 @@ describe('land and discard', () => {
     );
   });
 
-  it('asks before a discard, naming the path, the branch and the work on it', () => {
-    const v = discardConfirmView(worktree({ ahead: 2, dirty: true, changedFiles: 3 }));
-    assert.equal(v.message, 'Discard the worktree feature/x?');
-    assert.match(v.detail, /Removes \/r\/\.slipway\/worktrees\/feature-x-1234567890 and deletes the branch feature\/x/);
-    assert.match(v.detail, /2 commits/);
-    assert.match(v.detail, /3 uncommitted files/);
-    assert.equal(v.button, 'Discard Worktree');
+  it('asks nothing before a discard that loses nothing', () => {
+    const v = discardRiskView({ branch: 'feature/x', path: '/r/wt', atRisk: { uncommitted: [], commits: [] }, actions: [] });
+    assert.equal(v, undefined);
   });
 
-  it('asks again, listing what would be lost, when the sidecar kept the worktree', () => {
-    const v = discardPreservedView({
-      removed: false,
-      id: 'x',
+  it("lists exactly the dry run's commits and files, Keep first", () => {
+    const v = discardRiskView({
       branch: 'feature/x',
-      preservedPath: '/r/.slipway/worktrees/x',
-      reason: 'the branch holds 1 commit on no other branch',
-      changedPaths: ['scratch.txt'],
-      commands: [],
+      path: '/r/.slipway/worktrees/x',
+      atRisk: { uncommitted: ['scratch.txt'], commits: [{ sha: '0123456789abcdef', subject: 'the work' }] },
+      actions: [],
     });
-    assert.match(v.detail, /was kept: the branch holds 1 commit/);
-    assert.match(v.detail, /scratch\.txt/);
-    assert.equal(v.button, 'Discard Anyway (Lose Work)');
+    assert.ok(v);
+    assert.equal(v.message, 'Discard feature/x? 1 commit and 1 uncommitted file would be lost');
+    assert.match(v.detail, /commit 0123456789 the work/);
+    assert.match(v.detail, /uncommitted scratch\.txt/);
+    assert.match(v.detail, /deletes the branch feature\/x/);
+    assert.equal(v.keep, 'Keep It');
+    assert.equal(v.lose, 'Discard and Lose It');
   });
 
   it('confirms Close Worktree… of a finished run with what it does', () => {

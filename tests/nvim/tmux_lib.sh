@@ -1,0 +1,34 @@
+# Shared by the tmux tests: result lines and failing.
+say() { printf '%s\n' "$*"; }
+status=0
+# A failed check; the next one still runs.
+check_failed() {
+  say "FAIL - tmux: $1"
+  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    /'
+  status=1
+}
+# A failed setup: nothing after it can run.
+fail() {
+  check_failed "$@"
+  exit 1
+}
+
+# A temp folder ($work), a tmux server on its own socket ($socket) for a session
+# named $session, both gone when the test ends (kept with SLIPWAY_NVIM_KEEP=1).
+tmux_setup() { # session name
+  work=$(mktemp -d "${TMPDIR:-/tmp}/slipway-tmux-XXXXXX")
+  work=$(cd "$work" && pwd -P)
+  session="$1-$$"
+  socket="$work/tmux.sock"
+  trap 'tmux -S "$socket" kill-server >/dev/null 2>&1; [ "${SLIPWAY_NVIM_KEEP:-0}" = 1 ] || rm -rf "$work"' EXIT
+}
+
+# $repo: a new repository under $work with README.md committed on main.
+tmux_repo() {
+  repo=$work/repo
+  mkdir -p "$repo"
+  git -C "$repo" init -q -b main
+  printf 'hello\n' >"$repo/README.md"
+  git -C "$repo" add README.md
+  git -C "$repo" commit -q -m initial
+}
