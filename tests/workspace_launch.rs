@@ -536,7 +536,12 @@ fn mounts_keep_origin_without_its_credentials() {
     for repo in [&f.a, &f.b] {
         f.env.git(
             repo,
-            &["remote", "set-url", "origin", "https://agent-user:s3cret-token@example.invalid/up.git"],
+            &[
+                "remote",
+                "set-url",
+                "origin",
+                "https://agent-user:s3cret-token@example.invalid/up.git",
+            ],
         );
     }
     let script = "set -e\n\
@@ -559,5 +564,8 @@ fn mounts_keep_origin_without_its_credentials() {
             "{mount} keeps origin, without user and token:\n{log}"
         );
     }
-    assert!(!log.contains("s3cret"), "a credential reached the agent:\n{log}");
+    assert!(
+        !log.contains("s3cret"),
+        "a credential reached the agent:\n{log}"
+    );
 }

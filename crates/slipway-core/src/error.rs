@@ -395,7 +395,10 @@ impl Failure for crate::git::merge::MergeError {
             | MergeError::Conflict { branch, .. }
             | MergeError::Timeout { branch, .. }
             | MergeError::Raced { branch, .. }
-            | MergeError::WriteFailed { branch, .. } => crate::actions::unlanded(branch),
+            | MergeError::WriteFailed { branch, .. }
+            | MergeError::HostBusy { branch, .. }
+            | MergeError::UnsafePath { branch, .. } => crate::actions::unlanded(branch),
+            MergeError::Locked(_) => Vec::new(),
             MergeError::NoSuchBranch { .. } | MergeError::Journal(_) | MergeError::Git(_) => {
                 Vec::new()
             }
