@@ -661,3 +661,39 @@ fn a_sparse_entry_in_the_way_is_refused_and_nothing_changes() {
     );
     assert_eq!(host_state(&env, &repo), before);
 }
+
+#[test]
+fn a_folder_that_becomes_a_file_and_a_file_that_becomes_a_folder_land_as_git_lands_them() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    env.commit_file(&repo, "was-dir/a.txt", "a\n", "a folder");
+    env.commit_file(&repo, "was-file", "a file\n", "a file");
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "swap"]);
+    let wt = PathBuf::from(s(&created, "path"));
+    env.git(&wt, &["rm", "-q", "-r", "was-dir", "was-file"]);
+    std::fs::write(wt.join("was-dir"), "now a file\n").expect("w");
+    std::fs::create_dir_all(wt.join("was-file")).expect("dir");
+    std::fs::write(wt.join("was-file/inside.txt"), "now a folder\n").expect("w");
+    env.git(&wt, &["add", "-A"]);
+    env.git(&wt, &["commit", "-qm", "swap"]);
+    // git's answer on a copy of the same repository.
+    let copy = env.path().join("copy");
+    assert!(
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&repo)
+            .arg(&copy)
+            .status()
+            .expect("cp")
+            .success()
+    );
+    env.git(&copy, &["merge", "-q", "--ff-only", "swap"]);
+    env.slipway_json(&repo, &["land", "swap", "--how", "merge"]);
+    let mut ours = host_state(&env, &repo);
+    let mut git = host_state(&env, &copy);
+    // The copy has no worktree of slipway's: compare the checkout itself.
+    ours.refs.clear();
+    git.refs.clear();
+    assert_eq!(ours, git, "slipway's land differs from git's merge");
+    assert_eq!(leftovers(&repo), Vec::<String>::new());
+}

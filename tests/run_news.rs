@@ -2,7 +2,7 @@
 //! ends each tell their client; of sidecars that start after it ended, exactly
 //! one does (the one that claims its news); none tells of a run a person
 //! watched end in a terminal. Sidecars start at every moment around the end,
-//! held there by the run's test gate (`SLIPWAY_TEST_GATE`), never by a sleep;
+//! held there by the run's test gate (`SLIPWAY_TEST_GATE`), never by the clock;
 //! "did not report" is decided by each sidecar's next `slipway/status`, which
 //! no longer lists the run once it has decided about it.
 

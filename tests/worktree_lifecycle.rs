@@ -1101,3 +1101,65 @@ fn bad_copy_patterns_are_refused_before_anything_is_created() {
     assert!(entries(&worktrees_dir(&repo)).is_empty());
     assert_eq!(env.local_branches(&repo), branches_before);
 }
+
+#[test]
+fn worktrees_live_under_the_worktree_root_the_user_sets() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let other = env.new_repo("other");
+    let every = env.path().join("fast-disk");
+    let one = env.path().join("just-other");
+    std::fs::create_dir_all(env.home().join(".config/slipway")).expect("config dir");
+    std::fs::write(
+        env.home().join(".config/slipway/config.toml"),
+        format!(
+            "worktree_root = \"{}\"\n[worktree_roots]\n\"{}\" = \"{}\"\n",
+            every.display(),
+            other.display(),
+            one.display()
+        ),
+    )
+    .expect("config");
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "feat/x"]);
+    let path = std::path::PathBuf::from(s(&created, "path"));
+    let every_real = every.canonicalize().unwrap_or(every.clone());
+    assert!(
+        path.starts_with(&every_real) || path.starts_with(&every),
+        "{} is under the worktree root",
+        path.display()
+    );
+    assert!(
+        repo.join(".slipway/state")
+            .join(format!("{}.json", s(&created, "id")))
+            .is_file(),
+        "the record stays in the repository"
+    );
+    // A run works there, and close removes it from there.
+    let (ok, result, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--worktree",
+            "feat/x",
+            "--",
+            "sh",
+            "-c",
+            "echo x > x.txt && git add x.txt && git commit -qm x",
+        ],
+    );
+    assert!(ok, "{result}\n{log}");
+    assert_eq!(env.git(&repo, &["log", "-1", "--format=%s", "feat/x"]), "x");
+    let closed = env.slipway_json(&repo, &["worktree", "close", "feat/x"]);
+    assert_eq!(closed["outcome"], "removed", "{closed}");
+    assert!(!path.exists());
+    // A repository of its own: its own folder.
+    let created = env.slipway_json(&other, &["worktree", "create", "--branch", "feat/x"]);
+    let path = std::path::PathBuf::from(s(&created, "path"));
+    assert!(
+        path.starts_with(one.canonicalize().expect("made")),
+        "{} is under that repository's root",
+        path.display()
+    );
+    assert_eq!(env.porcelain(&other), "");
+}

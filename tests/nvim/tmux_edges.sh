@@ -30,7 +30,7 @@ until_true() { # secs, cmd...
   shift
   for i in $(seq 1 $((secs * 10))); do
     "$@" && return 0
-    sleep 0.1
+    sleep 0.1 # allow-sleep: the poll interval of a wait for the screen or a file
   done
   return 1
 }

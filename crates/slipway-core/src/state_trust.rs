@@ -76,6 +76,10 @@ pub fn check(host: &HostRepo) -> Result<(), Untrusted> {
     for name in STATE_FOLDERS {
         check_folder(&folder.join(name))?;
     }
+    // A worktree root the user configured: slipway deletes below it too.
+    if crate::worktree::root::is_configured(host.root()) {
+        check_folder(&crate::worktree::worktrees_dir(host))?;
+    }
     tracked(host, &folder)
 }
 

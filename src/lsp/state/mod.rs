@@ -311,7 +311,9 @@ impl State {
             // know yet is a worktree created since the last refresh: look again.
             let stale = answer["inWorktree"] == false
                 && answer["root"].as_str().is_some_and(|root| {
-                    path.starts_with(Path::new(root).join(".slipway").join("worktrees"))
+                    path.starts_with(slipway_core::worktree::root::worktrees_dir_for(Path::new(
+                        root,
+                    )))
                 });
             if !stale {
                 return answer;

@@ -575,6 +575,10 @@ pub fn content_in(
         return Ok(None);
     };
     let mode = entry.filemode() as u32;
+    if mode == 0o40000 {
+        // A folder on this side: its files are paths of their own.
+        return Ok(None);
+    }
     check_path(path, mode == 0o120000)?;
     let disk = if mode == 0o160000 {
         String::new()
@@ -677,7 +681,20 @@ pub fn write_paths(
 ) -> std::io::Result<()> {
     let root_dir = Dir::open(root)?;
     let to_io = |e: git2::Error| std::io::Error::other(e.to_string());
-    for (n, w) in writes.iter().enumerate() {
+    // Removals first: a file may take the place of a folder the write empties.
+    let side_of = |w: &PathWrite| {
+        if back {
+            w.before.is_none()
+        } else {
+            w.after.is_none()
+        }
+    };
+    let order = writes
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| side_of(w))
+        .chain(writes.iter().enumerate().filter(|(_, w)| !side_of(w)));
+    for (n, w) in order {
         let side = if back { &w.before } else { &w.after };
         let rel = Path::new(&w.path);
         let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {

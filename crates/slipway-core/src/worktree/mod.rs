@@ -1,4 +1,5 @@
-//! Private worktrees under `<host>/.slipway/worktrees/`: create, re-use, copy-in,
+//! Private worktrees under `<host>/.slipway/worktrees/` (or the user's
+//! worktree root, see [`root`]): create, re-use, copy-in,
 //! list, close, and the records that make every worktree findable after a crash.
 
 mod close;
@@ -9,6 +10,7 @@ pub mod naming;
 pub mod record;
 mod recover;
 pub mod removal;
+pub mod root;
 mod status;
 pub mod trash;
 
@@ -165,7 +167,7 @@ impl From<record::RecordError> for CreateError {
 
 /// Where worktrees live.
 pub fn worktrees_dir(host: &HostRepo) -> PathBuf {
-    host.slipway_dir().join("worktrees")
+    root::worktrees_dir_for(host.root())
 }
 
 fn locks_dir(host: &HostRepo) -> PathBuf {
@@ -189,7 +191,7 @@ pub enum SlipwayDirError {
 pub fn ensure_slipway_dir(host: &HostRepo) -> Result<(), SlipwayDirError> {
     host.state_trusted()?;
     let dir = host.slipway_dir();
-    std::fs::create_dir_all(dir.join("worktrees"))?;
+    std::fs::create_dir_all(worktrees_dir(host))?;
     let ignore = dir.join(".gitignore");
     if !ignore.exists() {
         crate::util::write_atomic(&ignore, b"*\n")?;

@@ -193,7 +193,8 @@ impl WorktreeRecord {
                 self.id, self.branch
             ));
         }
-        let expected = slipway_dir.join("worktrees").join(id.as_str());
+        let root = slipway_dir.parent().unwrap_or(slipway_dir);
+        let expected = super::root::worktrees_dir_for(root).join(id.as_str());
         if self.path != expected {
             return Err(format!(
                 "it names {} as the worktree's folder, which is not where slipway puts it ({})",

@@ -64,8 +64,8 @@ pub fn verify(host: &HostRepo, record: &WorktreeRecord) -> Result<Option<Verifie
     if record.id != super::naming::dir_name(&record.branch) || record.path != expected {
         return Err(altered());
     }
-    // `.slipway` and `.slipway/worktrees` must be the real folders in the
-    // host checkout, so the path cannot lead anywhere else.
+    // `.slipway` and the worktrees folder must be real folders (the
+    // configured root was resolved once), so the path cannot lead anywhere else.
     for folder in [host.slipway_dir(), worktrees.clone()] {
         match lstat_is_dir(&folder) {
             Some(true) => {}
@@ -78,7 +78,9 @@ pub fn verify(host: &HostRepo, record: &WorktreeRecord) -> Result<Option<Verifie
         Some(false) => return Err(NotOurs::Symlink { path: expected }),
         Some(true) => {}
     }
-    if root.starts_with(&expected) || !expected.starts_with(root) {
+    // Never the host checkout or a folder above it; below the worktrees
+    // folder by construction (its own, or the user's worktree root).
+    if root.starts_with(&expected) || !expected.starts_with(&worktrees) {
         return Err(altered());
     }
     let dot_git = expected.join(".git");

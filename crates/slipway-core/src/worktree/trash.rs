@@ -33,7 +33,8 @@ pub fn set_emptier(program: PathBuf, args: Vec<OsString>) {
 /// rename (the folder may be a mount of its own); no worktree's name starts
 /// with a dot.
 pub(super) fn dir(slipway_dir: &Path) -> PathBuf {
-    slipway_dir.join("worktrees").join(".trash")
+    let root = slipway_dir.parent().unwrap_or(slipway_dir);
+    super::root::worktrees_dir_for(root).join(".trash")
 }
 
 /// Moves the worktree folder `path` (checked by the caller to be slipway's)
