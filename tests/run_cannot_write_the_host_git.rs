@@ -951,7 +951,7 @@ fn an_altered_record_never_makes_close_delete_another_folder() {
         "mine\n",
         "an unrelated repository",
     );
-    let closed = env.slipway_json_code(repo, &["worktree", "close", "sibling", "--force"], 0);
+    let closed = env.slipway_json_code(repo, &["worktree", "close", "sibling", "--force"], 3);
     assert_eq!(closed["outcome"], "preserved", "{closed}");
     assert!(world.sibling.join("mine.txt").is_file());
 }

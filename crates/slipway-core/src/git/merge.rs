@@ -753,12 +753,8 @@ pub fn recover(
         made: merge.made.to_vec(),
     };
     if now == Some(merge.new) {
-        // Complete; only temporaries a kill between steps left could remain.
-        let left = Vec::new();
-        if let Err(e) = host_write::put_back(repo, host.root(), token, &[], &[], merge.ours) {
-            notes.push(e.to_string());
-        }
-        return Ok((Recovered::Finished, left));
+        // The branch moves last: every file and the index were in place.
+        return Ok((Recovered::Finished, notes));
     }
     if now != Some(merge.ours) {
         return Ok((Recovered::LeftAlone, notes));
