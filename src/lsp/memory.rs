@@ -32,3 +32,20 @@ pub fn tracked<T>(f: impl FnOnce() -> T) -> T {
     }
     out
 }
+
+/// Lowers the calling thread's CPU priority (nice 10) for git work; answers
+/// from the cache then run first. Failure leaves the priority as it was.
+pub fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority only read and set this thread's nice
+    // value; on Linux a thread id names one thread to PRIO_PROCESS.
+    unsafe {
+        let tid = libc::gettid();
+        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) != 0 {
+            tracing::debug!(
+                "cannot lower the git thread's priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}

@@ -201,6 +201,12 @@ static GIT_WORK: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLo
     tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
 });
 
+/// Runs git work on a thread of its own at a lower CPU priority: with every
+/// core busy listing branches, the front door still gets a core the moment a
+/// status request arrives (on two cores, equal priorities kept status answers
+/// 30–100 ms behind the flood). A fresh thread, not tokio's blocking pool,
+/// because a thread's priority cannot be raised back without privileges and
+/// the pool's threads also serve stdin and stdout.
 async fn blocking<T, F>(f: F) -> Result<T>
 where
     T: Send + 'static,
@@ -210,15 +216,28 @@ where
         .acquire()
         .await
         .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))?;
-    tokio::task::spawn_blocking(|| super::memory::tracked(f))
-        .await
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("slipway-git".into())
+        .spawn(move || {
+            super::memory::lower_priority();
+            // The receiver is gone only when the request was dropped.
+            let _ = tx.send(super::memory::tracked(f));
+        })
         .map_err(|e| {
             error(
                 ErrorKind::Internal,
-                format!("the command panicked: {e}"),
+                format!("cannot start a thread for the command: {e}"),
                 Value::Null,
             )
-        })?
+        })?;
+    rx.await.map_err(|_| {
+        error(
+            ErrorKind::Internal,
+            "the command panicked".to_owned(),
+            Value::Null,
+        )
+    })?
 }
 
 impl LanguageServer for SlipwayServer {
