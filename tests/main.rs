@@ -4,6 +4,7 @@
 
 mod common;
 
+mod activity;
 mod agent_runs;
 mod agents;
 mod branches;

@@ -145,7 +145,13 @@ pub fn run_cli(
             (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
             (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
             // The spinner's line is the current step: the latest phase, or
-            // what the agent is doing now.
+            // what the agent is doing now, with its tokens and cost so far.
+            (RunEvent::Activity { activity }, Some(pb)) => {
+                let summary = activity.summary();
+                if !summary.is_empty() {
+                    pb.set_message(summary);
+                }
+            }
             (other, Some(pb)) => {
                 if let Some(text) = other.describe() {
                     pb.set_message(text);
@@ -157,7 +163,10 @@ pub fn run_cli(
                 }
             }
             // Without a spinner the output lines above say it already.
-            (RunEvent::Iteration { .. } | RunEvent::Step { .. }, None) => {}
+            (
+                RunEvent::Iteration { .. } | RunEvent::Step { .. } | RunEvent::Activity { .. },
+                None,
+            ) => {}
         }
     });
     let outcome = runtime.block_on(async {

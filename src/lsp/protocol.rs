@@ -309,6 +309,30 @@ pub struct RunFinishedParams {
     pub result: RunResult,
 }
 
+/// `slipway/runActivity`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunActivityParams {
+    /// Repository root.
+    pub root: PathBuf,
+    /// The run.
+    pub run_id: slipway_core::ids::RunId,
+    /// What its agent is doing: step, files, turns, tokens, cost.
+    pub activity: slipway_core::agent::activity::Activity,
+}
+
+/// The `slipway/runActivity` notification: a running run's latest activity,
+/// at most [`ACTIVITY_EVERY`] apart per run.
+pub enum RunActivity {}
+
+impl Notification for RunActivity {
+    type Params = RunActivityParams;
+    const METHOD: &'static str = "slipway/runActivity";
+}
+
+/// The least time between two `slipway/runActivity` of one run.
+pub const ACTIVITY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The `slipway/runFinished` notification.
 pub enum RunFinished {}
 

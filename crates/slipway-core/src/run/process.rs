@@ -288,20 +288,22 @@ pub(super) async fn run_iteration(
     let end = loop {
         let idle_deadline = later(last_output, timeouts.idle);
         let grace_deadline = later(last_output, timeouts.completion_grace);
+        // An agent that goes quiet after a burst still shows its last step.
+        let activity_at = ctx.activity_due();
         tokio::select! {
+            () = tokio::time::sleep_until(activity_at.unwrap_or(idle_deadline)), if activity_at.is_some() => {
+                ctx.send_activity(false);
+            },
             ev = exec.output.recv(), if open => match ev {
                 Some(OutputEvent::Line(line)) => {
                     last_output = Instant::now();
                     ctx.log.output(&line);
                     let known = ctx.result.session_id.clone();
-                    let mut step = None;
-                    for event in agent.parse_line(&line) {
-                        step = event.step().or(step);
-                        outcome.take(&mut ctx.result, rules, event);
+                    let events = agent.parse_line(&line);
+                    for event in &events {
+                        outcome.take(&mut ctx.result, rules, event.clone());
                     }
-                    if let Some(step) = step {
-                        ctx.step(step);
-                    }
+                    ctx.watch(&events);
                     if let Some(id) = &ctx.result.session_id
                         && known.as_ref() != Some(id)
                     {
