@@ -8,6 +8,7 @@ mod activity;
 mod agent_runs;
 mod agents;
 mod branches;
+mod budgets;
 mod checkout;
 mod cli_progress;
 mod commit_summaries;

@@ -84,6 +84,11 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
             completion_grace_secs: args.completion_grace,
             merge_secs: args.merge_timeout,
         },
+        budgets: slipway_core::run::Budgets {
+            max_tokens: args.max_tokens,
+            max_cost_usd: args.max_cost,
+            max_duration_secs: args.max_duration,
+        },
         hooks: (!args.on_worktree_ready.is_empty() || !args.on_sandbox_ready.is_empty()).then_some(
             Hooks {
                 host_on_worktree_ready: args.on_worktree_ready,

@@ -148,6 +148,12 @@ pub struct RunArgs {
     pub hook_timeout_secs: Option<u64>,
     /// Merge timeout for `merge-to-head` (default 300).
     pub merge_timeout_secs: Option<u64>,
+    /// Stop the agent at this many tokens (default: `max_tokens` of the defaults, else none).
+    pub max_tokens: Option<u64>,
+    /// Stop the agent at this reported cost in US dollars.
+    pub max_cost_usd: Option<f64>,
+    /// Stop the agent once the run has lasted this many seconds.
+    pub max_duration_secs: Option<u64>,
     /// Hooks.
     pub hooks: Option<Hooks>,
     /// Run on a workspace: its name (a file `slipway workspace create` wrote), or
@@ -189,6 +195,11 @@ impl RunArgs {
                 hook_secs: self.hook_timeout_secs,
                 completion_grace_secs: self.completion_grace_secs,
                 merge_secs: self.merge_timeout_secs,
+            },
+            budgets: slipway_core::run::Budgets {
+                max_tokens: self.max_tokens,
+                max_cost_usd: self.max_cost_usd,
+                max_duration_secs: self.max_duration_secs,
             },
             hooks: self.hooks,
             handoff,

@@ -81,6 +81,9 @@ pub enum PlanError {
     /// No iterations.
     #[error("the number of iterations must be at least 1")]
     ZeroIterations,
+    /// A budget that cannot be used.
+    #[error("{0}")]
+    BadBudget(String),
     /// An empty completion signal.
     #[error("a completion signal cannot be empty (it would match every line)")]
     EmptySignal,
@@ -187,7 +190,8 @@ impl Failure for PlanError {
             | PlanError::OptionsForCommand
             | PlanError::TwoPrompts
             | PlanError::ZeroIterations
-            | PlanError::EmptySignal => ErrorKind::InvalidParams,
+            | PlanError::EmptySignal
+            | PlanError::BadBudget(_) => ErrorKind::InvalidParams,
             PlanError::InvalidBranch(_) => ErrorKind::InvalidBranchName,
             PlanError::WorktreeNotFound(_) => ErrorKind::WorktreeNotFound,
             PlanError::Record(e) => e.kind(),

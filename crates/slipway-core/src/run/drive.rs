@@ -202,6 +202,11 @@ pub(super) async fn drive(
             &place.cwd,
         ));
         for iteration in 1..=request.max_iterations {
+            // Usage an agent reports only as it exits (Claude Code, Copilot)
+            // is checked before it starts again.
+            if let Some(stop) = ctx.budgets.exceeded(ctx.result.usage.as_ref()) {
+                return Err(RunError::BudgetReached(stop));
+            }
             ctx.result.iterations = iteration;
             ctx.emit(RunEvent::Iteration {
                 iteration,

@@ -240,6 +240,9 @@ struct Ctx<'a> {
     activity_dirty: bool,
     /// Where the latest activity is kept for `slipway runs`.
     activity_file: PathBuf,
+    /// What the run may use, and when its duration budget ends.
+    budgets: Budgets,
+    deadline: Option<Instant>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -512,6 +515,11 @@ async fn run_recorded(
         activity_written: None,
         activity_dirty: false,
         activity_file: record::activity_path(&host.slipway_dir(), &run_id),
+        budgets: request.budgets,
+        deadline: request
+            .budgets
+            .max_duration_secs
+            .map(|secs| process::later(Instant::now(), Duration::from_secs(secs))),
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -537,10 +545,14 @@ async fn run_recorded(
             mounts: Vec::new(),
             error: None,
             actions: Vec::new(),
+            budget: None,
         },
     };
     let fail = |mut ctx: Ctx<'_>, error: RunError| {
         ctx.log.line(&format!("[slipway] failed: {error}"));
+        if let RunError::BudgetReached(stop) = &error {
+            ctx.result.budget = Some(*stop);
+        }
         ctx.result.status = error.status();
         ctx.result.error = Some(ErrorInfo {
             kind: error.kind(),

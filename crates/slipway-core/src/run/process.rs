@@ -51,7 +51,7 @@ impl StrayWatch {
 
 /// `from + wait`, or thirty years on when a timeout is too large for the clock
 /// (a user asking for "never" must not crash the run half way).
-fn later(from: Instant, wait: Duration) -> Instant {
+pub(super) fn later(from: Instant, wait: Duration) -> Instant {
     const NEVER: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
     from.checked_add(wait).unwrap_or(from + NEVER)
 }
@@ -304,6 +304,12 @@ pub(super) async fn run_iteration(
                         outcome.take(&mut ctx.result, rules, event.clone());
                     }
                     ctx.watch(&events);
+                    if let Some(stop) = ctx.budgets.exceeded(ctx.result.usage.as_ref()) {
+                        exec.killer.kill().await;
+                        ctx.send_activity(true);
+                        ctx.log.line(&format!("[slipway] budget reached ({stop}): agent stopped"));
+                        return Err(RunError::BudgetReached(stop));
+                    }
                     if let Some(id) = &ctx.result.session_id
                         && known.as_ref() != Some(id)
                     {
@@ -331,6 +337,13 @@ pub(super) async fn run_iteration(
                 exec.killer.kill().await;
                 ctx.log.line("[slipway] completion signal followed by silence: agent stopped");
                 break IterationEnd::Signalled(outcome.signal.clone().unwrap_or_default());
+            },
+            () = tokio::time::sleep_until(ctx.deadline.unwrap_or(idle_deadline)), if ctx.deadline.is_some() && exit.is_none() => {
+                exec.killer.kill().await;
+                let secs = ctx.budgets.max_duration_secs.unwrap_or_default() as f64;
+                let stop = BudgetStop { budget: BudgetKind::Duration, limit: secs, used: secs };
+                ctx.log.line(&format!("[slipway] budget reached ({stop}): agent stopped"));
+                return Err(RunError::BudgetReached(stop));
             },
             () = cancel.cancelled() => {
                 exec.killer.kill().await;

@@ -229,6 +229,7 @@ impl RunRecord {
                 message,
             }),
             actions: Vec::new(),
+            budget: None,
         }
     }
 

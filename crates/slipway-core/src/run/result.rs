@@ -112,6 +112,9 @@ pub struct RunResult {
     pub mounts: Vec<workspace::MountResult>,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
+    /// The budget that ended it, when one did (status `timedOut`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStop>,
     /// What to do next with the work it left (a kept worktree or branch).
     #[serde(default)]
     pub actions: Vec<crate::actions::Action>,
