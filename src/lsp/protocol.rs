@@ -14,7 +14,7 @@ use tower_lsp_server::ls_types::notification::Notification;
 
 use slipway_core::agent::AgentSpec;
 use slipway_core::git::policy::SourcePolicy;
-use slipway_core::run::{Hooks, RunResult, SandboxSpec};
+use slipway_core::run::{Hooks, RunResult};
 
 /// The protocol version `initialize` reports as `capabilities.experimental.slipwayProtocol`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -126,8 +126,10 @@ pub struct RunArgs {
     pub copy: Vec<String>,
     /// The agent (default: the workspace's or the repository's, else `command`).
     pub agent: Option<AgentSpec>,
-    /// The sandbox (default `none`).
-    pub sandbox: Option<SandboxSpec>,
+    /// The sandbox (default `none`); a docker sandbox without an image takes
+    /// the defaults' `image`, and without one there either is `invalidParams`
+    /// naming where it is set (not a parse error).
+    pub sandbox: Option<SandboxArg>,
     /// Inline prompt, used literally.
     pub prompt: Option<String>,
     /// Prompt template file.
@@ -203,6 +205,33 @@ impl RunArgs {
             },
             hooks: self.hooks,
             handoff,
+        }
+    }
+}
+
+/// A run's `sandbox` argument: a `SandboxSpec` whose image may be left to
+/// the defaults.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SandboxArg {
+    /// `none`, `docker` or `docker-isolated`.
+    #[serde(rename = "type")]
+    pub kind: slipway_core::workspace::SandboxKind,
+    /// The image of docker sandboxes.
+    pub image: Option<String>,
+    /// The container network.
+    pub network: Option<String>,
+    /// Memory and process limits.
+    #[serde(default)]
+    pub limits: slipway_core::run::Limits,
+}
+
+impl From<SandboxArg> for SandboxInput {
+    fn from(arg: SandboxArg) -> Self {
+        SandboxInput {
+            kind: Some(arg.kind),
+            image: arg.image,
+            network: arg.network,
+            limits: arg.limits,
         }
     }
 }

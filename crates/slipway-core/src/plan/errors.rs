@@ -61,7 +61,9 @@ pub enum PlanError {
     #[error("an image only applies to the docker and docker-isolated sandboxes")]
     ImageWithoutDocker,
     /// A docker sandbox without an image.
-    #[error("the {0} sandbox needs an image that is on the engine already (nothing is pulled)")]
+    #[error(
+        "the {0} sandbox needs an image that is on the engine already (nothing is pulled): give one for this run, or set `image` in slipway.toml or the workspace"
+    )]
     ImageNeeded(&'static str),
     /// A workspace in a sandbox that cannot mount it.
     #[error("workspaces run in the none or docker sandbox, not {0}")]
