@@ -245,6 +245,18 @@ pub fn run_result(r: &RunResult) -> String {
         }
         None => {}
     }
+    // The branch may have held commits before the run (an interactive
+    // session's): the count says what landed, not only what the run made.
+    let landed = r.merged_commits.len();
+    if landed > r.commits.len() {
+        let _ = writeln!(
+            out,
+            "  landed: {} in {} ({} made before this run)",
+            slipway_core::util::count(landed, "commit", "commits"),
+            r.merged_into.as_deref().unwrap_or("the host branch"),
+            landed - r.commits.len()
+        );
+    }
     if let Some(p) = &r.preserved_worktree_path {
         let _ = writeln!(out, "  worktree kept at {}", p.display());
     }

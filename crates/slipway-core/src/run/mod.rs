@@ -399,6 +399,29 @@ impl Ctx<'_> {
     }
 }
 
+/// The commits on `branch` that `into` (else the host's current branch) does
+/// not have yet: what a merge back brings.
+fn arriving_commits(host: &HostRepo, branch: &str, into: Option<&str>) -> Vec<CommitRef> {
+    let repo = host.git();
+    let tip = |name: &str| repo.refname_to_id(&format!("refs/heads/{name}")).ok();
+    let Some(from) = tip(branch) else {
+        return Vec::new();
+    };
+    let target = into
+        .map(str::to_owned)
+        .or_else(|| crate::git::worktrees::head_branch(repo));
+    let base = target.as_deref().and_then(tip);
+    crate::git::commits_between(repo, base, from)
+        .map(|oids| {
+            oids.iter()
+                .map(|oid| CommitRef {
+                    sha: oid.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The user's identity for the agent's commits, as environment (never as
 /// config: the user's global git config is not touched).
 fn identity_env(host: &HostRepo) -> Vec<(String, String)> {
@@ -546,6 +569,7 @@ async fn run_recorded(
             error: None,
             actions: Vec::new(),
             budget: None,
+            merged_commits: Vec::new(),
         },
     };
     let fail = |mut ctx: Ctx<'_>, error: RunError| {
@@ -774,6 +798,7 @@ async fn run_recorded(
             .and_then(|i| i.side_branch.as_ref().map(|s| s.name.clone()))
             .unwrap_or_else(|| place.branch.clone());
         let into = place.record.as_ref().and_then(|r| r.target_branch.clone());
+        let arriving = arriving_commits(host, &landed, into.as_deref());
         let request = MergeRequest {
             branch: &landed,
             into: into.as_deref(),
@@ -782,6 +807,9 @@ async fn run_recorded(
         match merge_into_host(host, &request) {
             Ok(merge) => {
                 ctx.log.line(&format!("[slipway] merge: {merge}"));
+                if merge != MergeOutcome::UpToDate {
+                    ctx.result.merged_commits = arriving;
+                }
                 ctx.result.merge = Some(merge);
                 ctx.result.merged_into =
                     into.or_else(|| crate::git::worktrees::head_branch(host.git()));

@@ -230,6 +230,7 @@ impl RunRecord {
             }),
             actions: Vec::new(),
             budget: None,
+            merged_commits: Vec::new(),
         }
     }
 

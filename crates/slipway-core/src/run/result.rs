@@ -84,6 +84,11 @@ pub struct RunResult {
     /// The host branch the merge back went into (merge-to-head).
     #[serde(default)]
     pub merged_into: Option<String>,
+    /// Every commit the merge back brought into that branch, oldest first:
+    /// the run's and those its branch held before (an interactive session's,
+    /// an earlier run's not merged yet).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_commits: Vec<CommitRef>,
     /// Refs the agent changed in its private git dir other than its branch:
     /// listed, never carried to the host.
     #[serde(default)]
