@@ -499,3 +499,33 @@ fn a_50_mb_message_is_answered() {
     assert!(answer["result"]["worktrees"].is_array(), "{answer}");
     still_answers(&mut lsp, &repo, "a 50 MB message");
 }
+
+#[test]
+fn a_docker_handoff_without_an_image_says_where_the_image_is_set() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let mut lsp = Lsp::start(&env, Some(&repo), false);
+    lsp.ok(
+        "slipway.createWorktree",
+        json!({ "root": repo, "strategy": "branch", "branch": "handoff/x" }),
+    );
+    let error = lsp.err(
+        "slipway.handoff",
+        json!({
+            "root": repo, "worktree": "handoff/x", "sandbox": {"type": "docker"},
+            "agent": {"type": "command", "command": ["true"]}, "prompt": "carry on",
+        }),
+    );
+    assert_eq!(kind(&error), "invalidParams", "{error}");
+    let message = s(&error, "message");
+    assert!(!message.contains("missing field"), "{message}");
+    assert!(
+        message.contains("docker sandbox needs an image"),
+        "{message}"
+    );
+    assert!(message.contains("`image` in slipway.toml"), "{message}");
+    assert!(
+        message.contains("`sandbox.image`"),
+        "the field to give: {message}"
+    );
+}

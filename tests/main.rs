@@ -4,9 +4,11 @@
 
 mod common;
 
+mod activity;
 mod agent_runs;
 mod agents;
 mod branches;
+mod budgets;
 mod checkout;
 mod cli_progress;
 mod commit_summaries;

@@ -4,7 +4,10 @@
 //!
 //! - a merge-to-head run commits through the agent's own shell tool and lands
 //!   on the host branch; the result's session id is one the agent keeps, and
-//!   its usage (cached tokens included) is what the server sent;
+//!   its usage (cached tokens included) is what the server sent, and
+//!   `slipway runs` shows its activity (one tool call, its last words, its tokens);
+//! - a token budget below the first reply stops the real OpenCode once it
+//!   reported that reply, its commit kept;
 //! - a second run with `--resume` continues that session after the first run's
 //!   worktree is gone (the server sees the earlier conversation), and `--fork`
 //!   continues a copy under a new id, or a typed error says why not;
@@ -154,6 +157,27 @@ fn assert_landed(world: &AgentWorld, result: &Value, subject: &str) {
     );
 }
 
+/// The activity `slipway runs` shows for the run of `result`: its one tool
+/// call, its last words as the step, and the tokens of its usage.
+fn assert_activity(world: &AgentWorld, result: &Value) {
+    let runs = world.env.slipway_json(&world.repo, &["runs"]);
+    let run = runs["runs"]
+        .as_array()
+        .and_then(|all| all.iter().find(|r| r["runId"] == result["runId"]))
+        .unwrap_or_else(|| panic!("the run in slipway runs: {runs}"));
+    let activity = &run["activity"];
+    let agent = &world.cli.agent;
+    assert_eq!(activity["toolCalls"], 1, "{agent}: {activity}");
+    assert_eq!(activity["step"], FINAL_TEXT, "{agent}: {activity}");
+    assert!(activity["turns"].as_u64() >= Some(2), "{agent}: {activity}");
+    let usage = result_usage(result);
+    assert_eq!(activity["inputTokens"], usage.input, "{agent}: {activity}");
+    assert_eq!(
+        activity["outputTokens"], usage.output,
+        "{agent}: {activity}"
+    );
+}
+
 /// A merge-to-head run that resumes (or forks) `session` with `prompt`.
 fn resume(world: &AgentWorld, session: &str, fork: bool, prompt: &str) -> (Value, Option<Value>) {
     let mut args = vec!["--strategy", "merge-to-head", "--idle-timeout", "120"];
@@ -211,6 +235,7 @@ fn session_lands_resumes_and_forks(agent: &str) {
         RUN_LIMIT,
     );
     assert_landed(&world, &first, "agent: hello 1");
+    assert_activity(&world, &first);
     let session = s(&first, "sessionId").to_owned();
     assert!(
         agent_keeps_session(&world, &session),
@@ -426,6 +451,46 @@ fn interactive_command_line_reaches_the_model(agent: &str) {
 /// A model that never answers: the idle timeout stops the real agent, the run
 /// ends `timedOut`, and the session id the agent named before it waited is in
 /// the result.
+/// A token budget below what the model's first reply uses stops the real
+/// agent once it reported that reply, after its tool call committed: the
+/// commit is kept on the run's branch.
+#[test]
+fn a_token_budget_stops_the_real_agent_and_keeps_its_commit() {
+    let world = AgentWorld::new("opencode", Script::EditAndCommit);
+    let (result, error) = world.run(
+        &[
+            "--strategy",
+            "branch",
+            "--branch",
+            "agent/budget",
+            "--max-tokens",
+            "100",
+            "--prompt",
+            PROMPT,
+        ],
+        RUN_LIMIT,
+    );
+    let log = AgentWorld::log_of(&result);
+    assert_eq!(
+        error.map(|e| e["kind"].clone()),
+        Some(json!("budgetReached")),
+        "{result}\n{log}"
+    );
+    assert_eq!(result["status"], "timedOut", "{result}");
+    assert_eq!(result["budget"]["budget"], "tokens", "{result}");
+    assert_eq!(
+        result["budget"]["used"], 112.0,
+        "the first reply's usage: {result}"
+    );
+    assert_eq!(commit_shas(&result).len(), 1, "{result}\n{log}");
+    assert_eq!(
+        world
+            .env
+            .git(&world.repo, &["log", "-1", "--format=%s", "agent/budget"]),
+        "agent: hello 1"
+    );
+}
+
 #[test]
 fn a_stalled_model_times_out_with_the_session_id_already_known() {
     let world = AgentWorld::new("codex", Script::Stall);

@@ -258,6 +258,61 @@ fn a_merge_to_head_worktree_handle_merges_after_each_run_and_keeps_its_branch() 
 }
 
 #[test]
+fn a_merge_back_counts_every_commit_that_landed_not_only_the_runs() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let created = env.slipway_json(&repo, &["worktree", "create", "--merge-to-head"]);
+    let id = s(&created, "id").to_owned();
+    let wt = std::path::PathBuf::from(s(&created, "path"));
+    // The person's own commit in the worktree (an interactive session's), then a run.
+    let mine = env.commit_file(&wt, "mine.txt", "mine\n", "my commit");
+    let agent = env.script(
+        "theirs",
+        "set -e\necho theirs > theirs.txt\ngit add theirs.txt\ngit commit -qm 'agent commit'\n",
+    );
+    let agent = agent.to_str().expect("utf8");
+    let result = env.slipway_json(&repo, &["run", "--worktree", &id, "--", agent]);
+    let run_commits = commit_shas(&result);
+    assert_eq!(run_commits.len(), 1, "the run made one: {result}");
+    let landed: Vec<&str> = result["mergedCommits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("mergedCommits in {result}"))
+        .iter()
+        .map(|c| c["sha"].as_str().expect("sha"))
+        .collect();
+    assert_eq!(
+        landed,
+        vec![mine.as_str(), run_commits[0].as_str()],
+        "{result}"
+    );
+    assert_eq!(env.rev(&repo, "main"), run_commits[0], "both are on main");
+    let out = env.slipway(&repo, &["run", "--worktree", &id, "--", agent]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("landed:"),
+        "only the run's commit this time: {text}"
+    );
+    env.commit_file(&wt, "more.txt", "more\n", "another of mine");
+    let out = env.slipway(
+        &repo,
+        &[
+            "run",
+            "--worktree",
+            &id,
+            "--",
+            "sh",
+            "-c",
+            "echo nothing to do",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("landed: 1 commit in main (1 made before this run)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn head_is_not_a_worktree_strategy() {
     let env = TestEnv::new();
     let repo = env.new_repo("repo");

@@ -283,6 +283,7 @@ fn defaults() -> impl Strategy<Value = RunDefaults> {
                     sandbox_on_sandbox_ready: sandbox_hooks,
                 },
                 copy_to_worktree: copy,
+                budgets: Default::default(),
             },
         )
 }

@@ -223,6 +223,15 @@ pub struct RunArgs {
     /// Stop the agent after this many seconds without output (default 600).
     #[arg(long, value_name = "SECS")]
     pub idle_timeout: Option<u64>,
+    /// Stop the agent once it reported this many tokens (input plus output).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop the agent once its reported cost reaches this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop the agent once the run has lasted this long (seconds, or 90s, 30m, 2h).
+    #[arg(long, value_name = "DUR", value_parser = slipway_core::run::parse_duration)]
+    pub max_duration: Option<u64>,
     /// Output that ends the run early (repeatable; default <promise>COMPLETE</promise>).
     #[arg(long = "completion-signal", value_name = "S")]
     pub completion_signals: Vec<String>,

@@ -58,6 +58,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
         prompt: PromptSource::Inline("Add a note to NOTES.md and commit it.".into()),
         prompt_args: Default::default(),
         max_iterations: 1,
+        budgets: Default::default(),
         completion_signals: Vec::new(),
         timeouts: Timeouts {
             idle: Duration::from_secs(60),

@@ -245,6 +245,18 @@ pub fn run_result(r: &RunResult) -> String {
         }
         None => {}
     }
+    // The branch may have held commits before the run (an interactive
+    // session's): the count says what landed, not only what the run made.
+    let landed = r.merged_commits.len();
+    if landed > r.commits.len() {
+        let _ = writeln!(
+            out,
+            "  landed: {} in {} ({} made before this run)",
+            slipway_core::util::count(landed, "commit", "commits"),
+            r.merged_into.as_deref().unwrap_or("the host branch"),
+            landed - r.commits.len()
+        );
+    }
     if let Some(p) = &r.preserved_worktree_path {
         let _ = writeln!(out, "  worktree kept at {}", p.display());
     }
@@ -294,11 +306,30 @@ pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         );
+        let activity = r.activity.as_ref().map(|a| a.summary());
+        let _ = writeln!(
+            out,
+            "    {}{}",
+            duration(r.elapsed_secs),
+            activity
+                .filter(|a| !a.is_empty())
+                .map(|a| format!(" · {a}"))
+                .unwrap_or_default()
+        );
         if let Some(line) = &r.last_line {
             let _ = writeln!(out, "    {line}");
         }
     }
     out
+}
+
+/// `1h 02m`, `3m 05s`, `42s`.
+fn duration(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
+        _ => format!("{}h {:02}m", secs / 3600, secs / 60 % 60),
+    }
 }
 
 /// What a land did, for people.

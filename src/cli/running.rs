@@ -84,6 +84,11 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
             completion_grace_secs: args.completion_grace,
             merge_secs: args.merge_timeout,
         },
+        budgets: slipway_core::run::Budgets {
+            max_tokens: args.max_tokens,
+            max_cost_usd: args.max_cost,
+            max_duration_secs: args.max_duration,
+        },
         hooks: (!args.on_worktree_ready.is_empty() || !args.on_sandbox_ready.is_empty()).then_some(
             Hooks {
                 host_on_worktree_ready: args.on_worktree_ready,
@@ -145,7 +150,13 @@ pub fn run_cli(
             (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
             (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
             // The spinner's line is the current step: the latest phase, or
-            // what the agent is doing now.
+            // what the agent is doing now, with its tokens and cost so far.
+            (RunEvent::Activity { activity }, Some(pb)) => {
+                let summary = activity.summary();
+                if !summary.is_empty() {
+                    pb.set_message(summary);
+                }
+            }
             (other, Some(pb)) => {
                 if let Some(text) = other.describe() {
                     pb.set_message(text);
@@ -157,7 +168,10 @@ pub fn run_cli(
                 }
             }
             // Without a spinner the output lines above say it already.
-            (RunEvent::Iteration { .. } | RunEvent::Step { .. }, None) => {}
+            (
+                RunEvent::Iteration { .. } | RunEvent::Step { .. } | RunEvent::Activity { .. },
+                None,
+            ) => {}
         }
     });
     let outcome = runtime.block_on(async {

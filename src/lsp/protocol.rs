@@ -14,7 +14,7 @@ use tower_lsp_server::ls_types::notification::Notification;
 
 use slipway_core::agent::AgentSpec;
 use slipway_core::git::policy::SourcePolicy;
-use slipway_core::run::{Hooks, RunResult, SandboxSpec};
+use slipway_core::run::{Hooks, RunResult};
 
 /// The protocol version `initialize` reports as `capabilities.experimental.slipwayProtocol`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -126,8 +126,10 @@ pub struct RunArgs {
     pub copy: Vec<String>,
     /// The agent (default: the workspace's or the repository's, else `command`).
     pub agent: Option<AgentSpec>,
-    /// The sandbox (default `none`).
-    pub sandbox: Option<SandboxSpec>,
+    /// The sandbox (default `none`); a docker sandbox without an image takes
+    /// the defaults' `image`, and without one there either is `invalidParams`
+    /// naming where it is set (not a parse error).
+    pub sandbox: Option<SandboxArg>,
     /// Inline prompt, used literally.
     pub prompt: Option<String>,
     /// Prompt template file.
@@ -148,6 +150,12 @@ pub struct RunArgs {
     pub hook_timeout_secs: Option<u64>,
     /// Merge timeout for `merge-to-head` (default 300).
     pub merge_timeout_secs: Option<u64>,
+    /// Stop the agent at this many tokens (default: `max_tokens` of the defaults, else none).
+    pub max_tokens: Option<u64>,
+    /// Stop the agent at this reported cost in US dollars.
+    pub max_cost_usd: Option<f64>,
+    /// Stop the agent once the run has lasted this many seconds.
+    pub max_duration_secs: Option<u64>,
     /// Hooks.
     pub hooks: Option<Hooks>,
     /// Run on a workspace: its name (a file `slipway workspace create` wrote), or
@@ -190,8 +198,40 @@ impl RunArgs {
                 completion_grace_secs: self.completion_grace_secs,
                 merge_secs: self.merge_timeout_secs,
             },
+            budgets: slipway_core::run::Budgets {
+                max_tokens: self.max_tokens,
+                max_cost_usd: self.max_cost_usd,
+                max_duration_secs: self.max_duration_secs,
+            },
             hooks: self.hooks,
             handoff,
+        }
+    }
+}
+
+/// A run's `sandbox` argument: a `SandboxSpec` whose image may be left to
+/// the defaults.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SandboxArg {
+    /// `none`, `docker` or `docker-isolated`.
+    #[serde(rename = "type")]
+    pub kind: slipway_core::workspace::SandboxKind,
+    /// The image of docker sandboxes.
+    pub image: Option<String>,
+    /// The container network.
+    pub network: Option<String>,
+    /// Memory and process limits.
+    #[serde(default)]
+    pub limits: slipway_core::run::Limits,
+}
+
+impl From<SandboxArg> for SandboxInput {
+    fn from(arg: SandboxArg) -> Self {
+        SandboxInput {
+            kind: Some(arg.kind),
+            image: arg.image,
+            network: arg.network,
+            limits: arg.limits,
         }
     }
 }
@@ -308,6 +348,30 @@ pub struct RunFinishedParams {
     #[serde(flatten)]
     pub result: RunResult,
 }
+
+/// `slipway/runActivity`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunActivityParams {
+    /// Repository root.
+    pub root: PathBuf,
+    /// The run.
+    pub run_id: slipway_core::ids::RunId,
+    /// What its agent is doing: step, files, turns, tokens, cost.
+    pub activity: slipway_core::agent::activity::Activity,
+}
+
+/// The `slipway/runActivity` notification: a running run's latest activity,
+/// at most [`ACTIVITY_EVERY`] apart per run.
+pub enum RunActivity {}
+
+impl Notification for RunActivity {
+    type Params = RunActivityParams;
+    const METHOD: &'static str = "slipway/runActivity";
+}
+
+/// The least time between two `slipway/runActivity` of one run.
+pub const ACTIVITY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The `slipway/runFinished` notification.
 pub enum RunFinished {}

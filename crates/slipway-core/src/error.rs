@@ -82,6 +82,8 @@ kinds! {
     HookTimeout = "hookTimeout",
     /// The agent printed nothing for too long.
     IdleTimeout = "idleTimeout",
+    /// The run reached its token, cost or duration budget.
+    BudgetReached = "budgetReached",
     /// The agent exited non-zero.
     AgentFailed = "agentFailed",
     /// The agent's CLI is not installed (the message names the install command).

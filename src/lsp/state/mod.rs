@@ -28,7 +28,9 @@ mod publish;
 mod refresh;
 mod reports;
 
-use super::protocol::{RunFinished, RunFinishedParams, SlipwayStatus};
+use super::protocol::{
+    ACTIVITY_EVERY, RunActivity, RunActivityParams, RunFinished, RunFinishedParams, SlipwayStatus,
+};
 use super::status_cache::StatusCache;
 use refresh::compute;
 pub use refresh::open_paths;
@@ -70,6 +72,21 @@ pub struct Snapshot {
 struct Follow {
     offset: u64,
     progress: ProgressState,
+    /// The latest activity not sent yet, and when one was last sent.
+    activity: Option<slipway_core::agent::activity::Activity>,
+    activity_sent: Option<std::time::Instant>,
+}
+
+impl Follow {
+    /// A run followed from its start.
+    fn new() -> Follow {
+        Follow {
+            offset: 0,
+            progress: ProgressState::None,
+            activity: None,
+            activity_sent: None,
+        }
+    }
 }
 
 /// Where a followed run's `$/progress` stands.
@@ -252,10 +269,9 @@ impl State {
     pub async fn follow(&self, common_dir: &Path, run_id: &RunId) {
         let mut repos = self.repos.lock().await;
         if let Some(repo) = repos.get_mut(common_dir) {
-            repo.follows.entry(run_id.clone()).or_insert(Follow {
-                offset: 0,
-                progress: ProgressState::None,
-            });
+            repo.follows
+                .entry(run_id.clone())
+                .or_insert_with(Follow::new);
         }
         drop(repos);
         self.poke();

@@ -1,4 +1,5 @@
-//! Telling the client about runs: `$/progress` of the runs it follows, and
+//! Telling the client about runs: `$/progress` of the runs it follows,
+//! `slipway/runActivity` of each running run (a few a second at most), and
 //! `slipway/runFinished` for every run that ends while this sidecar listens,
 //! or whose news it claims of a run that ended before (`run::heard`); never
 //! for a run a person watched end in a terminal.
@@ -37,25 +38,25 @@ impl State {
         let mut to_begin = Vec::new();
         let mut reports = Vec::new();
         let mut to_finish = Vec::new();
-        {
+        let mut activities = Vec::new();
+        let root = {
             let mut repos = self.repos.lock().await;
             let Some(repo) = repos.get_mut(&refresh.common_dir) else {
                 return;
             };
             for run_id in &refresh.running {
-                if !repo.follows.contains_key(run_id) {
-                    repo.follows.insert(
-                        run_id.clone(),
-                        Follow {
-                            offset: 0,
-                            progress: ProgressState::None,
-                        },
-                    );
-                }
+                repo.follows
+                    .entry(run_id.clone())
+                    .or_insert_with(Follow::new);
             }
             for (run_id, events, offset) in refresh.events {
                 if let Some(f) = repo.follows.get_mut(&run_id) {
                     f.offset = offset;
+                    let latest = events.iter().rev().find_map(|e| match e {
+                        RunEvent::Activity { activity } => Some(activity.clone()),
+                        _ => None,
+                    });
+                    f.activity = latest.or(f.activity.take());
                     if progress && f.progress == ProgressState::None {
                         f.progress = ProgressState::Requested;
                         to_begin.push(run_id.clone());
@@ -75,6 +76,18 @@ impl State {
                     to_begin.push(run_id.clone());
                 }
             }
+            // However much a run prints, its editor hears of it a few times a second.
+            let now = std::time::Instant::now();
+            for (run_id, f) in repo.follows.iter_mut() {
+                if f.activity.is_some()
+                    && f.activity_sent
+                        .is_none_or(|t| now.duration_since(t) >= ACTIVITY_EVERY)
+                    && let Some(activity) = f.activity.take()
+                {
+                    f.activity_sent = Some(now);
+                    activities.push((run_id.clone(), activity));
+                }
+            }
             for (record, decision) in decided {
                 let (tell, news) = match decision {
                     // Another sidecar holds its news; look again next time.
@@ -83,10 +96,12 @@ impl State {
                     Decision::Report(news) => (true, news),
                 };
                 repo.heard.insert(record.run_id.clone());
-                let had_token = repo
-                    .follows
-                    .remove(&record.run_id)
-                    .is_some_and(|f| f.progress == ProgressState::Active);
+                let follow = repo.follows.remove(&record.run_id);
+                // What it did last is told before its end.
+                if let Some(activity) = follow.as_ref().and_then(|f| f.activity.clone()) {
+                    activities.push((record.run_id.clone(), activity));
+                }
+                let had_token = follow.is_some_and(|f| f.progress == ProgressState::Active);
                 if let Some(news) = news {
                     if confirms {
                         repo.held.insert(record.run_id.clone(), news);
@@ -97,6 +112,16 @@ impl State {
                 to_finish.push((record, had_token, tell, repo.root.clone()));
             }
             repo.snapshot = Some(refresh.snapshot);
+            repo.root.clone()
+        };
+        for (run_id, activity) in activities {
+            client
+                .send_notification::<RunActivity>(RunActivityParams {
+                    root: root.clone(),
+                    run_id,
+                    activity,
+                })
+                .await;
         }
         to_begin.sort();
         to_begin.dedup();

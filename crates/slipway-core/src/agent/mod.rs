@@ -11,6 +11,7 @@
 //! kernel refuses a single argument longer than 128 KiB (`MAX_ARG_STRLEN`) with
 //! `E2BIG`, which would otherwise surface as an obscure spawn failure.
 
+pub mod activity;
 pub mod prompt;
 pub mod session;
 
@@ -136,7 +137,7 @@ impl AgentEvent {
                 .find(|l| !l.is_empty())?
                 .to_owned(),
             AgentEvent::ToolCall { name, input } => {
-                let on = [
+                let keys = [
                     "command",
                     "cmd",
                     "file_path",
@@ -144,20 +145,9 @@ impl AgentEvent {
                     "path",
                     "pattern",
                     "url",
-                ]
-                .iter()
-                .find_map(|k| input.get(*k))
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    other => other.to_string(),
-                });
-                match on {
-                    Some(on) => format!("{name}: {}", on.lines().next().unwrap_or("")),
+                ];
+                match argument(input, &keys) {
+                    Some(on) => format!("{name}: {on}"),
                     None => name.clone(),
                 }
             }
@@ -165,6 +155,24 @@ impl AgentEvent {
         };
         Some(cut(&line, STEP_WIDTH))
     }
+}
+
+/// The first of `keys` a tool's input has, as one line of text (a list of
+/// words joined by spaces); `None` when none is there or it is blank.
+pub(crate) fn argument(input: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| input.get(*k))
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => other.to_string(),
+        })
+        .map(|s| s.lines().next().unwrap_or_default().trim().to_owned())
+        .filter(|s| !s.is_empty())
 }
 
 /// `text` cut to `width` characters, an ellipsis marking the cut.

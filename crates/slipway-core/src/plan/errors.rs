@@ -61,7 +61,9 @@ pub enum PlanError {
     #[error("an image only applies to the docker and docker-isolated sandboxes")]
     ImageWithoutDocker,
     /// A docker sandbox without an image.
-    #[error("the {0} sandbox needs an image that is on the engine already (nothing is pulled)")]
+    #[error(
+        "the {0} sandbox needs an image that is on the engine already (nothing is pulled): give one for this run, or set `image` in slipway.toml or the workspace"
+    )]
     ImageNeeded(&'static str),
     /// A workspace in a sandbox that cannot mount it.
     #[error("workspaces run in the none or docker sandbox, not {0}")]
@@ -81,6 +83,9 @@ pub enum PlanError {
     /// No iterations.
     #[error("the number of iterations must be at least 1")]
     ZeroIterations,
+    /// A budget that cannot be used.
+    #[error("{0}")]
+    BadBudget(String),
     /// An empty completion signal.
     #[error("a completion signal cannot be empty (it would match every line)")]
     EmptySignal,
@@ -187,7 +192,8 @@ impl Failure for PlanError {
             | PlanError::OptionsForCommand
             | PlanError::TwoPrompts
             | PlanError::ZeroIterations
-            | PlanError::EmptySignal => ErrorKind::InvalidParams,
+            | PlanError::EmptySignal
+            | PlanError::BadBudget(_) => ErrorKind::InvalidParams,
             PlanError::InvalidBranch(_) => ErrorKind::InvalidBranchName,
             PlanError::WorktreeNotFound(_) => ErrorKind::WorktreeNotFound,
             PlanError::Record(e) => e.kind(),

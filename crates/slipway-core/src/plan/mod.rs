@@ -166,6 +166,9 @@ pub struct RunInput {
     pub completion_signals: Vec<String>,
     /// Timeouts.
     pub timeouts: TimeoutInput,
+    /// Budgets; each one unset is the defaults'.
+    #[serde(default)]
+    pub budgets: crate::run::Budgets,
     /// Hooks; each list left empty is the defaults'.
     pub hooks: Option<Hooks>,
     /// A handoff: the worktree must be given.
@@ -328,6 +331,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         completion_signals: input.completion_signals.clone(),
         timeouts: timeouts(&input.timeouts),
         hooks: hooks(input.hooks.as_ref(), &defaults),
+        budgets: input.budgets.or(&defaults.budgets),
     };
     let checked = check(&host, &request)?;
     probe(&host, &request, existing.as_ref())?;
@@ -487,6 +491,7 @@ pub fn check(host: &HostRepo, request: &RunRequest) -> Result<Checked, PlanError
     if request.max_iterations == 0 {
         return Err(PlanError::ZeroIterations);
     }
+    request.budgets.check().map_err(PlanError::BadBudget)?;
     if request
         .completion_signals
         .iter()

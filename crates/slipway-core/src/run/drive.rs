@@ -197,7 +197,16 @@ pub(super) async fn drive(
         };
         let resume = request.agent.options().and_then(|o| o.resume.as_ref());
         let mut running_total = handed.usage_total;
+        ctx.watcher = Some(crate::agent::activity::Watcher::new(
+            agent.name(),
+            &place.cwd,
+        ));
         for iteration in 1..=request.max_iterations {
+            // Usage an agent reports only as it exits (Claude Code, Copilot)
+            // is checked before it starts again.
+            if let Some(stop) = ctx.budgets.exceeded(ctx.result.usage.as_ref()) {
+                return Err(RunError::BudgetReached(stop));
+            }
             ctx.result.iterations = iteration;
             ctx.emit(RunEvent::Iteration {
                 iteration,
@@ -233,6 +242,7 @@ pub(super) async fn drive(
                 session_total: &mut session_total,
             };
             let end = run_iteration(ctx, sandbox, agent, spec, iteration, &mut rules).await;
+            ctx.send_activity(true);
             running_total = session_total;
             match end? {
                 IterationEnd::Signalled(signal) => {

@@ -50,6 +50,9 @@ pub enum RunError {
     /// The agent printed nothing for too long.
     #[error("the agent was idle for {secs} s (idle timeout) and was stopped")]
     IdleTimeout { secs: u64 },
+    /// The run reached one of its budgets.
+    #[error("the run reached its {} budget ({}) and the agent was stopped; its work is kept", .0.budget.name(), .0)]
+    BudgetReached(BudgetStop),
     /// The agent exited non-zero, or exited 0 after reporting an error as its outcome.
     #[error("the agent {} in iteration {iteration}{}", exit_text(*code), reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
     AgentFailed {
@@ -127,6 +130,7 @@ impl RunError {
             RunError::Hook { .. } => crate::error::ErrorKind::HookFailed,
             RunError::HookTimeout { .. } => crate::error::ErrorKind::HookTimeout,
             RunError::IdleTimeout { .. } => crate::error::ErrorKind::IdleTimeout,
+            RunError::BudgetReached(_) => crate::error::ErrorKind::BudgetReached,
             RunError::AgentFailed { .. } => crate::error::ErrorKind::AgentFailed,
             RunError::Session(e) => e.kind(),
             RunError::Cancelled => crate::error::ErrorKind::Cancelled,
@@ -143,6 +147,7 @@ impl RunError {
     pub fn status(&self) -> RunStatus {
         match self {
             RunError::IdleTimeout { .. }
+            | RunError::BudgetReached(_)
             | RunError::HookTimeout { .. }
             | RunError::Merge(MergeError::Timeout { .. }) => RunStatus::TimedOut,
             RunError::Cancelled => RunStatus::Cancelled,

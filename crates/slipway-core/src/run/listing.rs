@@ -1,6 +1,6 @@
 //! The runs of a repository as a list for people and editors: newest first,
-//! each with its status and the last line of its log, read from the run
-//! records under `.slipway/runs/`.
+//! each with its status, elapsed time, its agent's latest activity and the
+//! last line of its log, read from the run records under `.slipway/runs/`.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use crate::git::HostRepo;
 const TAIL: u64 = 4096;
 
 /// One run in the list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEntry {
     /// Run id.
@@ -38,6 +38,10 @@ pub struct RunEntry {
     pub iterations: u32,
     /// The last non-empty line of its log.
     pub last_line: Option<String>,
+    /// Seconds it has run (until its end, once ended).
+    pub elapsed_secs: u64,
+    /// What its agent is doing (or did last): step, files, turns, tokens, cost.
+    pub activity: Option<crate::agent::activity::Activity>,
 }
 
 /// Every run of the repository, newest first. A record whose process died
@@ -64,8 +68,11 @@ fn entry(slipway_dir: &Path, r: RunRecord) -> RunEntry {
             .unwrap_or_else(|| "failed".to_owned()),
         (RunState::Finished, None) => "failed".to_owned(),
     };
+    let end = r.finished.unwrap_or_else(crate::util::now_secs);
     RunEntry {
         last_line: last_line(&log_path(slipway_dir, &r.run_id)),
+        elapsed_secs: end.saturating_sub(r.started),
+        activity: super::record::load_activity(slipway_dir, &r.run_id),
         iterations: r.result.as_ref().map_or(0, |res| res.iterations),
         status,
         agent: r.agent,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::activity::{Activity, Watcher};
 use crate::agent::prompt::{Prompt, PromptError, PromptSource};
 use crate::agent::{Agent, AgentEvent, AgentSpec, AgentSpecError};
 use crate::git::HostRepo;
@@ -63,7 +64,7 @@ pub use spec::*;
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
 
 /// Something that happened during a run, for progress displays.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "event",
     rename_all = "camelCase",
@@ -79,6 +80,9 @@ pub enum RunEvent {
     /// What the agent is doing now, in a line: its latest words or tool call
     /// (the events file keeps at most a few a second).
     Step { text: String },
+    /// The agent's activity so far: step, files, turns, usage (the events
+    /// file keeps at most a few a second, and the last one).
+    Activity { activity: Activity },
 }
 
 impl RunEvent {
@@ -97,7 +101,7 @@ impl RunEvent {
             }),
             RunEvent::Iteration { iteration, of } => Some(format!("iteration {iteration} of {of}")),
             RunEvent::Step { text } => Some(text.clone()),
-            RunEvent::Output { .. } => None,
+            RunEvent::Output { .. } | RunEvent::Activity { .. } => None,
         }
     }
 }
@@ -229,6 +233,16 @@ struct Ctx<'a> {
     hold: Option<std::os::fd::RawFd>,
     /// When a step last went to the events file.
     step_written: Option<std::time::Instant>,
+    /// The agent's activity, once an agent runs.
+    watcher: Option<Watcher>,
+    /// When the activity last went out, and whether it changed since.
+    activity_written: Option<std::time::Instant>,
+    activity_dirty: bool,
+    /// Where the latest activity is kept for `slipway runs`.
+    activity_file: PathBuf,
+    /// What the run may use, and when its duration budget ends.
+    budgets: Budgets,
+    deadline: Option<Instant>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -321,6 +335,91 @@ impl Ctx<'_> {
     fn step(&mut self, text: String) {
         self.emit(RunEvent::Step { text });
     }
+
+    /// Takes the events of one line of the agent's output (after the result
+    /// took them, so usage is up to date) and sends the step when it changed.
+    fn watch(&mut self, events: &[AgentEvent]) {
+        let Some(watcher) = &mut self.watcher else {
+            return;
+        };
+        let moved = watcher.line(events);
+        let step = watcher.activity().step.filter(|_| moved);
+        self.activity_dirty |= moved || self.usage_moved();
+        if let Some(step) = step {
+            self.step(step);
+        }
+        self.send_activity(false);
+    }
+
+    /// Copies the result's usage into the activity; true when it changed.
+    fn usage_moved(&mut self) -> bool {
+        let (Some(watcher), Some(u)) = (&mut self.watcher, &self.result.usage) else {
+            return false;
+        };
+        let before = watcher.activity();
+        watcher.usage(u.input_tokens, u.output_tokens, u.cost_usd);
+        let after = watcher.activity();
+        (before.input_tokens, before.output_tokens, before.cost_usd)
+            != (after.input_tokens, after.output_tokens, after.cost_usd)
+    }
+
+    /// When activity held back by the rate limit is to go out.
+    fn activity_due(&self) -> Option<Instant> {
+        let written = self.activity_written.filter(|_| self.activity_dirty)?;
+        Some(Instant::from_std(written + STEP_EVERY))
+    }
+
+    /// The activity so far, when an agent runs.
+    fn activity(&self) -> Option<Activity> {
+        self.watcher.as_ref().map(Watcher::activity)
+    }
+
+    /// Sends the activity when it changed: at most every [`STEP_EVERY`]
+    /// unless `last` (an iteration ended: what it did is not held back).
+    fn send_activity(&mut self, last: bool) {
+        if last {
+            self.activity_dirty |= self.usage_moved();
+        }
+        let due = last
+            || self
+                .activity_written
+                .is_none_or(|t| t.elapsed() >= STEP_EVERY);
+        if !self.activity_dirty || !due {
+            return;
+        }
+        let Some(activity) = self.activity() else {
+            return;
+        };
+        self.activity_dirty = false;
+        self.activity_written = Some(std::time::Instant::now());
+        record::save_activity(&self.activity_file, &activity);
+        let event = RunEvent::Activity { activity };
+        self.event_log.append(&event);
+        (self.events)(&event);
+    }
+}
+
+/// The commits on `branch` that `into` (else the host's current branch) does
+/// not have yet: what a merge back brings.
+fn arriving_commits(host: &HostRepo, branch: &str, into: Option<&str>) -> Vec<CommitRef> {
+    let repo = host.git();
+    let tip = |name: &str| repo.refname_to_id(&format!("refs/heads/{name}")).ok();
+    let Some(from) = tip(branch) else {
+        return Vec::new();
+    };
+    let target = into
+        .map(str::to_owned)
+        .or_else(|| crate::git::worktrees::head_branch(repo));
+    let base = target.as_deref().and_then(tip);
+    crate::git::commits_between(repo, base, from)
+        .map(|oids| {
+            oids.iter()
+                .map(|oid| CommitRef {
+                    sha: oid.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The user's identity for the agent's commits, as environment (never as
@@ -435,6 +534,15 @@ async fn run_recorded(
         timeouts: request.timeouts,
         hold: None,
         step_written: None,
+        watcher: None,
+        activity_written: None,
+        activity_dirty: false,
+        activity_file: record::activity_path(&host.slipway_dir(), &run_id),
+        budgets: request.budgets,
+        deadline: request
+            .budgets
+            .max_duration_secs
+            .map(|secs| process::later(Instant::now(), Duration::from_secs(secs))),
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -460,10 +568,15 @@ async fn run_recorded(
             mounts: Vec::new(),
             error: None,
             actions: Vec::new(),
+            budget: None,
+            merged_commits: Vec::new(),
         },
     };
     let fail = |mut ctx: Ctx<'_>, error: RunError| {
         ctx.log.line(&format!("[slipway] failed: {error}"));
+        if let RunError::BudgetReached(stop) = &error {
+            ctx.result.budget = Some(*stop);
+        }
         ctx.result.status = error.status();
         ctx.result.error = Some(ErrorInfo {
             kind: error.kind(),
@@ -685,6 +798,7 @@ async fn run_recorded(
             .and_then(|i| i.side_branch.as_ref().map(|s| s.name.clone()))
             .unwrap_or_else(|| place.branch.clone());
         let into = place.record.as_ref().and_then(|r| r.target_branch.clone());
+        let arriving = arriving_commits(host, &landed, into.as_deref());
         let request = MergeRequest {
             branch: &landed,
             into: into.as_deref(),
@@ -693,6 +807,9 @@ async fn run_recorded(
         match merge_into_host(host, &request) {
             Ok(merge) => {
                 ctx.log.line(&format!("[slipway] merge: {merge}"));
+                if merge != MergeOutcome::UpToDate {
+                    ctx.result.merged_commits = arriving;
+                }
                 ctx.result.merge = Some(merge);
                 ctx.result.merged_into =
                     into.or_else(|| crate::git::worktrees::head_branch(host.git()));

@@ -51,7 +51,7 @@ impl StrayWatch {
 
 /// `from + wait`, or thirty years on when a timeout is too large for the clock
 /// (a user asking for "never" must not crash the run half way).
-fn later(from: Instant, wait: Duration) -> Instant {
+pub(super) fn later(from: Instant, wait: Duration) -> Instant {
     const NEVER: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
     from.checked_add(wait).unwrap_or(from + NEVER)
 }
@@ -288,19 +288,27 @@ pub(super) async fn run_iteration(
     let end = loop {
         let idle_deadline = later(last_output, timeouts.idle);
         let grace_deadline = later(last_output, timeouts.completion_grace);
+        // An agent that goes quiet after a burst still shows its last step.
+        let activity_at = ctx.activity_due();
         tokio::select! {
+            () = tokio::time::sleep_until(activity_at.unwrap_or(idle_deadline)), if activity_at.is_some() => {
+                ctx.send_activity(false);
+            },
             ev = exec.output.recv(), if open => match ev {
                 Some(OutputEvent::Line(line)) => {
                     last_output = Instant::now();
                     ctx.log.output(&line);
                     let known = ctx.result.session_id.clone();
-                    let mut step = None;
-                    for event in agent.parse_line(&line) {
-                        step = event.step().or(step);
-                        outcome.take(&mut ctx.result, rules, event);
+                    let events = agent.parse_line(&line);
+                    for event in &events {
+                        outcome.take(&mut ctx.result, rules, event.clone());
                     }
-                    if let Some(step) = step {
-                        ctx.step(step);
+                    ctx.watch(&events);
+                    if let Some(stop) = ctx.budgets.exceeded(ctx.result.usage.as_ref()) {
+                        exec.killer.kill().await;
+                        ctx.send_activity(true);
+                        ctx.log.line(&format!("[slipway] budget reached ({stop}): agent stopped"));
+                        return Err(RunError::BudgetReached(stop));
                     }
                     if let Some(id) = &ctx.result.session_id
                         && known.as_ref() != Some(id)
@@ -329,6 +337,13 @@ pub(super) async fn run_iteration(
                 exec.killer.kill().await;
                 ctx.log.line("[slipway] completion signal followed by silence: agent stopped");
                 break IterationEnd::Signalled(outcome.signal.clone().unwrap_or_default());
+            },
+            () = tokio::time::sleep_until(ctx.deadline.unwrap_or(idle_deadline)), if ctx.deadline.is_some() && exit.is_none() => {
+                exec.killer.kill().await;
+                let secs = ctx.budgets.max_duration_secs.unwrap_or_default() as f64;
+                let stop = BudgetStop { budget: BudgetKind::Duration, limit: secs, used: secs };
+                ctx.log.line(&format!("[slipway] budget reached ({stop}): agent stopped"));
+                return Err(RunError::BudgetReached(stop));
             },
             () = cancel.cancelled() => {
                 exec.killer.kill().await;

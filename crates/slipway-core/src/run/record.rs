@@ -80,6 +80,29 @@ pub fn events_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
     runs_dir(slipway_dir).join(format!("{run_id}.events"))
 }
 
+/// Where a run keeps its agent's latest activity.
+pub fn activity_path(slipway_dir: &Path, run_id: &RunId) -> PathBuf {
+    runs_dir(slipway_dir).join(format!("{run_id}.activity.json"))
+}
+
+/// Keeps `activity` as the run's latest (a person looking misses nothing
+/// but a step or two when this fails: it is only logged).
+pub(crate) fn save_activity(path: &Path, activity: &crate::agent::activity::Activity) {
+    let bytes = serde_json::to_vec(activity).expect("an activity always serialises");
+    if let Err(e) = write_atomic(path, &bytes) {
+        tracing::debug!("cannot write {}: {e}", path.display());
+    }
+}
+
+/// A run's latest activity, when its agent reported any.
+pub fn load_activity(
+    slipway_dir: &Path,
+    run_id: &RunId,
+) -> Option<crate::agent::activity::Activity> {
+    let bytes = std::fs::read(activity_path(slipway_dir, run_id)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
 impl RunRecord {
     /// A record for a run starting now in this process.
     pub fn starting(run_id: &RunId) -> RunRecord {
@@ -206,6 +229,8 @@ impl RunRecord {
                 message,
             }),
             actions: Vec::new(),
+            budget: None,
+            merged_commits: Vec::new(),
         }
     }
 

@@ -84,6 +84,11 @@ pub struct RunResult {
     /// The host branch the merge back went into (merge-to-head).
     #[serde(default)]
     pub merged_into: Option<String>,
+    /// Every commit the merge back brought into that branch, oldest first:
+    /// the run's and those its branch held before (an interactive session's,
+    /// an earlier run's not merged yet).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_commits: Vec<CommitRef>,
     /// Refs the agent changed in its private git dir other than its branch:
     /// listed, never carried to the host.
     #[serde(default)]
@@ -112,6 +117,9 @@ pub struct RunResult {
     pub mounts: Vec<workspace::MountResult>,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
+    /// The budget that ended it, when one did (status `timedOut`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStop>,
     /// What to do next with the work it left (a kept worktree or branch).
     #[serde(default)]
     pub actions: Vec<crate::actions::Action>,

@@ -197,6 +197,151 @@ impl Default for Timeouts {
     }
 }
 
+/// What a run may use before its agent is stopped (as a timeout stops it:
+/// its work kept and brought back). Unset: no limit.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budgets {
+    /// Input plus output tokens, as the agent reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// US dollars, where the agent reports its cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Seconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_secs: Option<u64>,
+}
+
+// Costs are compared as given (no arithmetic), so bitwise equality is equality.
+impl PartialEq for Budgets {
+    fn eq(&self, other: &Self) -> bool {
+        self.max_tokens == other.max_tokens
+            && self.max_cost_usd.map(f64::to_bits) == other.max_cost_usd.map(f64::to_bits)
+            && self.max_duration_secs == other.max_duration_secs
+    }
+}
+
+impl Eq for Budgets {}
+
+impl Budgets {
+    /// These budgets, each unset one taken from `fallback`.
+    pub fn or(&self, fallback: &Budgets) -> Budgets {
+        Budgets {
+            max_tokens: self.max_tokens.or(fallback.max_tokens),
+            max_cost_usd: self.max_cost_usd.or(fallback.max_cost_usd),
+            max_duration_secs: self.max_duration_secs.or(fallback.max_duration_secs),
+        }
+    }
+
+    /// No budget set.
+    pub fn is_empty(&self) -> bool {
+        *self == Budgets::default()
+    }
+
+    /// The budget `usage` went past, if any.
+    pub fn exceeded(&self, usage: Option<&Usage>) -> Option<BudgetStop> {
+        let usage = usage?;
+        let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+        if let Some(max) = self.max_tokens
+            && tokens >= max
+        {
+            return Some(BudgetStop {
+                budget: BudgetKind::Tokens,
+                limit: max as f64,
+                used: tokens as f64,
+            });
+        }
+        if let (Some(max), Some(cost)) = (self.max_cost_usd, usage.cost_usd)
+            && cost >= max
+        {
+            return Some(BudgetStop {
+                budget: BudgetKind::Cost,
+                limit: max,
+                used: cost,
+            });
+        }
+        None
+    }
+
+    /// Checks the values a person gave: a cost is a positive number of dollars.
+    pub fn check(&self) -> Result<(), String> {
+        match self.max_cost_usd {
+            Some(c) if !c.is_finite() || c <= 0.0 => Err(format!(
+                "max cost {c} is not a positive number of US dollars (give one like 2.50)"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Which budget ended a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BudgetKind {
+    /// `maxTokens`.
+    Tokens,
+    /// `maxCostUsd`.
+    Cost,
+    /// `maxDurationSecs`.
+    Duration,
+}
+
+impl BudgetKind {
+    /// The budget's name, as the result carries it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetKind::Tokens => "tokens",
+            BudgetKind::Cost => "cost",
+            BudgetKind::Duration => "duration",
+        }
+    }
+}
+
+/// The budget that ended a run, its limit and what was used (tokens, US
+/// dollars or seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetStop {
+    /// Which budget.
+    pub budget: BudgetKind,
+    /// Its limit.
+    pub limit: f64,
+    /// What the run had used when it was stopped.
+    pub used: f64,
+}
+
+impl std::fmt::Display for BudgetStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.budget {
+            BudgetKind::Tokens => write!(f, "{} tokens used of {}", self.used, self.limit),
+            BudgetKind::Cost => write!(f, "${:.2} spent of ${:.2}", self.used, self.limit),
+            BudgetKind::Duration => write!(f, "{} s of {} s", self.used, self.limit),
+        }
+    }
+}
+
+/// Parses a duration: seconds, or a number with `s`, `m`, `h` or `d`.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let (digits, unit) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1),
+        Some('m') => (&t[..t.len() - 1], 60),
+        Some('h') => (&t[..t.len() - 1], 3600),
+        Some('d') => (&t[..t.len() - 1], 86_400),
+        _ => (t.as_str(), 1),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| {
+            format!("'{text}' is not a duration; give seconds or one like 90s, 30m or 2h")
+        })
+}
+
 /// Everything a run needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -234,4 +379,53 @@ pub struct RunRequest {
     pub timeouts: Timeouts,
     /// Hooks.
     pub hooks: Hooks,
+    /// Budgets.
+    #[serde(default, skip_serializing_if = "Budgets::is_empty")]
+    pub budgets: Budgets,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_name_what_ran_out() {
+        let budgets = Budgets {
+            max_tokens: Some(100),
+            max_cost_usd: Some(0.5),
+            max_duration_secs: None,
+        };
+        let used = |tokens: u64, cost: Option<f64>| Usage {
+            input_tokens: tokens,
+            output_tokens: 0,
+            cached_input_tokens: 0,
+            cost_usd: cost,
+        };
+        assert_eq!(budgets.exceeded(Some(&used(99, None))), None);
+        let stop = budgets.exceeded(Some(&used(100, None))).expect("tokens");
+        assert_eq!((stop.budget, stop.used), (BudgetKind::Tokens, 100.0));
+        let stop = budgets.exceeded(Some(&used(1, Some(0.75)))).expect("cost");
+        assert_eq!(stop.budget, BudgetKind::Cost);
+        assert_eq!(stop.to_string(), "$0.75 spent of $0.50");
+        // Without a reported cost, a cost budget never ends a run.
+        assert_eq!(budgets.exceeded(Some(&used(1, None))), None);
+        assert!(
+            Budgets {
+                max_cost_usd: Some(0.0),
+                ..budgets
+            }
+            .check()
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(parse_duration("90"), Ok(90));
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("30m"), Ok(1800));
+        assert_eq!(parse_duration("2h"), Ok(7200));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
 }

@@ -38,6 +38,8 @@ pub struct RunDefaults {
     pub hooks: HookDefaults,
     /// Host paths (globs) copied into each new private checkout.
     pub copy_to_worktree: Vec<String>,
+    /// Budgets (`max_tokens`, `max_cost`, `max_duration`).
+    pub budgets: crate::run::Budgets,
 }
 
 impl RunDefaults {
@@ -67,6 +69,7 @@ impl RunDefaults {
             } else {
                 self.copy_to_worktree.clone()
             },
+            budgets: self.budgets.or(&fallback.budgets),
         }
     }
 }

@@ -11,6 +11,9 @@
 //! strategy = "branch"            # head, merge-to-head, branch
 //! source = "default"             # where new branches start: host_head (default), current_branch, default, ask, named:REF
 //! copy_to_worktree = [".env"]
+//! max_tokens = 200000            # budgets: the agent is stopped when one is reached
+//! max_cost = 2.50                # US dollars, where the agent reports its cost
+//! max_duration = "30m"           # seconds, or 90s, 30m, 2h
 //!
 //! [hooks.host]
 //! on_worktree_ready = ["npm ci"]
@@ -49,6 +52,9 @@ const ROOT_KEYS: &[&str] = &[
     "source",
     "hooks",
     "copy_to_worktree",
+    "max_tokens",
+    "max_cost",
+    "max_duration",
 ];
 /// Keys of one mount.
 const MOUNT_KEYS: &[&str] = &[
@@ -282,6 +288,7 @@ pub(crate) fn read(
     };
     let copy_to_worktree = get_str_list(root, "copy_to_worktree", file, TOP)?;
     let hooks = read_hooks(root, file)?;
+    let budgets = read_budgets(root, file)?;
     Ok(Content {
         workdir,
         mounts,
@@ -293,7 +300,55 @@ pub(crate) fn read(
             source,
             hooks,
             copy_to_worktree,
+            budgets,
         },
+    })
+}
+
+fn read_budgets(root: &Table, file: &Path) -> Result<crate::run::Budgets, ValidationError> {
+    let max_tokens = match root.get("max_tokens") {
+        None => None,
+        Some(item) => Some(
+            item.as_integer()
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| wrong_type(file, TOP, "max_tokens", "a positive integer", item))?,
+        ),
+    };
+    let max_cost_usd = match root.get("max_cost") {
+        None => None,
+        Some(item) => Some(
+            item.as_float()
+                .or_else(|| item.as_integer().map(|n| n as f64))
+                .filter(|c| c.is_finite() && *c > 0.0)
+                .ok_or_else(|| {
+                    wrong_type(
+                        file,
+                        TOP,
+                        "max_cost",
+                        "a positive number of US dollars",
+                        item,
+                    )
+                })?,
+        ),
+    };
+    let duration = "seconds, or a string like \"90s\", \"30m\" or \"2h\"";
+    let max_duration_secs = match root.get("max_duration") {
+        None => None,
+        Some(item) => Some(match (item.as_integer(), item.as_str()) {
+            (Some(n), _) => u64::try_from(n)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| wrong_type(file, TOP, "max_duration", duration, item))?,
+            (None, Some(text)) => crate::run::parse_duration(text)
+                .map_err(|_| unknown_value(file, TOP, "max_duration", text, duration))?,
+            (None, None) => return Err(wrong_type(file, TOP, "max_duration", duration, item)),
+        }),
+    };
+    Ok(crate::run::Budgets {
+        max_tokens,
+        max_cost_usd,
+        max_duration_secs,
     })
 }
 

@@ -176,7 +176,10 @@ end
 function M.summary(p)
   local commits = p.commits or {}
   local lines = {}
-  local n = #commits
+  -- A merge back can bring commits the branch held before the run (an
+  -- interactive session's): count what landed.
+  local landed = type(p.mergedCommits) == 'table' and p.mergedCommits or {}
+  local n = math.max(#commits, #landed)
   local where = str(p.preservedWorktreePath)
   local worktree = str(p.worktreePath)
   local yours = worktree and require('slipway.status').is_yours(worktree)
