@@ -6,6 +6,7 @@ mod common;
 
 mod agent_runs;
 mod agents;
+mod attempts;
 mod branches;
 mod checkout;
 mod cli_progress;

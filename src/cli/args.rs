@@ -192,10 +192,18 @@ pub struct RunArgs {
     /// worktree and kind along.
     #[arg(long, value_name = "SANDBOX_ID", conflicts_with_all = ["worktree", "image"])]
     pub in_sandbox: Option<String>,
-    /// The agent.
+    /// The agent; repeated, one group of attempts per agent (same prompt).
     /// (Default: command, or the workspace's.)
     #[arg(long, value_enum)]
-    pub agent: Option<AgentArg>,
+    pub agent: Vec<AgentArg>,
+    /// Run this many attempts (of each --agent) from one source commit, each on
+    /// its own branch BRANCH/1…N, worktree and sandbox, in parallel, as one group.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub attempts: Option<u32>,
+    /// A command run in the sandbox after the agent ends (tests, a linter); its
+    /// exit status and last lines of output are part of the result.
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
     /// The agent's model.
     #[arg(long)]
     pub model: Option<String>,

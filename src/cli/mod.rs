@@ -3,6 +3,7 @@
 
 mod args;
 mod ask;
+mod attempts;
 mod demo;
 mod error;
 mod logs;
@@ -245,6 +246,12 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 return run_cli(&host, request, cli.json, true);
             }
             let dry_run = args.dry_run;
+            let agents = args.agent.clone();
+            if !dry_run && (args.attempts.is_some() || agents.len() > 1) {
+                let count = args.attempts.unwrap_or(1) as usize;
+                let input = run_input(*args, cli.repo.clone())?;
+                return attempts::run_group_cli(input, &agents, count, cli.json);
+            }
             let plan = plan_interactively(run_input(*args, cli.repo.clone())?)?;
             if dry_run {
                 print_json(&plan);

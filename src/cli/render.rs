@@ -200,14 +200,19 @@ pub fn preview(p: &slipway_core::review::risk::Preview, what: &str) -> String {
     out
 }
 
-pub fn run_result(r: &RunResult) -> String {
-    let mut out = String::new();
-    let status = match r.status {
+/// A run's status in a word, for people.
+pub fn status_word(status: RunStatus) -> &'static str {
+    match status {
         RunStatus::Completed => "completed",
         RunStatus::Failed => "failed",
         RunStatus::TimedOut => "timed out",
         RunStatus::Cancelled => "cancelled",
-    };
+    }
+}
+
+pub fn run_result(r: &RunResult) -> String {
+    let mut out = String::new();
+    let status = status_word(r.status);
     let on = if r.branch.is_empty() {
         String::new()
     } else {

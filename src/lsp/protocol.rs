@@ -160,6 +160,8 @@ pub struct RunArgs {
     /// Answer the checked plan instead of starting the run.
     #[serde(default)]
     pub dry_run: bool,
+    /// A command run in the sandbox after the agent; its result is the run's `check`.
+    pub check: Option<String>,
 }
 
 impl RunArgs {
@@ -191,6 +193,7 @@ impl RunArgs {
                 merge_secs: self.merge_timeout_secs,
             },
             hooks: self.hooks,
+            check: self.check,
             handoff,
         }
     }

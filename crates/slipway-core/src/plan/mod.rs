@@ -168,6 +168,9 @@ pub struct RunInput {
     pub timeouts: TimeoutInput,
     /// Hooks; each list left empty is the defaults'.
     pub hooks: Option<Hooks>,
+    /// A command run in the sandbox after the agent (see [`RunRequest::check`]).
+    #[serde(default)]
+    pub check: Option<String>,
     /// A handoff: the worktree must be given.
     pub handoff: bool,
 }
@@ -328,6 +331,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         completion_signals: input.completion_signals.clone(),
         timeouts: timeouts(&input.timeouts),
         hooks: hooks(input.hooks.as_ref(), &defaults),
+        check: input.check.clone(),
     };
     let checked = check(&host, &request)?;
     probe(&host, &request, existing.as_ref())?;

@@ -234,4 +234,8 @@ pub struct RunRequest {
     pub timeouts: Timeouts,
     /// Hooks.
     pub hooks: Hooks,
+    /// A command run in the sandbox after the agent ends (tests, a linter);
+    /// its exit status and output tail go into the result as `check`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
