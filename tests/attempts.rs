@@ -109,3 +109,176 @@ fn sixteen_attempts_at_once_each_get_a_branch_with_only_their_commit_and_discard
         "only the kept attempt's worktree folder is left"
     );
 }
+
+#[test]
+fn a_check_after_the_agent_reports_its_exit_status_and_output_tail_passing_or_failing() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = committing_agent(&env);
+    // Passing: the check sees the agent's commit in the checkout.
+    let (ok, result, _) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "checked",
+            "--check",
+            "git log -1 --format=%s; test -f attempt.txt",
+            "--prompt",
+            "commit",
+            "--",
+            &agent,
+        ],
+    );
+    assert!(ok, "{result:#}");
+    let check = &result["check"];
+    assert_eq!(check["passed"], true, "{result:#}");
+    assert_eq!(check["exitCode"], 0);
+    let run_id = s(&result, "runId");
+    assert_eq!(
+        check["tail"],
+        serde_json::json!([format!("attempt {run_id}")])
+    );
+
+    // Failing: 30 lines of output, exit 3; the run still completes with its
+    // commit, and the result keeps the last 20 lines.
+    let (ok, result, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "failing",
+            "--check",
+            "for i in $(seq 1 30); do echo line $i; done; echo oops >&2; exit 3",
+            "--prompt",
+            "commit",
+            "--",
+            &agent,
+        ],
+    );
+    assert!(ok, "a failing check does not fail the run: {result:#}");
+    assert_eq!(s(&result, "status"), "completed");
+    assert_eq!(result["commits"].as_array().map(Vec::len), Some(1));
+    let check = &result["check"];
+    assert_eq!(check["passed"], false);
+    assert_eq!(check["exitCode"], 3);
+    let tail: Vec<&str> = check["tail"]
+        .as_array()
+        .expect("tail")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(tail.len(), 20, "{tail:?}");
+    assert_eq!(tail.first(), Some(&"line 12"));
+    assert_eq!(tail.last(), Some(&"oops"));
+    assert!(log.contains("[slipway] check failed"), "{log}");
+
+    // For people, a failed check shows its tail.
+    let out = env.slipway(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "failing-text",
+            "--check",
+            "echo broken; exit 1",
+            "--prompt",
+            "commit",
+            "--",
+            &agent,
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("check failed (exit 1): echo broken; exit 1"),
+        "{text}"
+    );
+    assert!(text.contains("│ broken"), "{text}");
+}
+
+#[test]
+fn every_attempt_runs_the_check_and_its_result_is_in_the_group() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    // Each attempt's check sees its own branch.
+    let agent = committing_agent(&env);
+    let outcome = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--attempts",
+            "3",
+            "--branch",
+            "chk",
+            "--check",
+            "echo checked $SLIPWAY_SOURCE_BRANCH",
+            "--prompt",
+            "commit",
+            "--",
+            &agent,
+        ],
+    );
+    assert_eq!(outcome["check"], "echo checked $SLIPWAY_SOURCE_BRANCH");
+    for (n, result) in outcome["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(result["check"]["passed"], true, "{result:#}");
+        assert_eq!(
+            result["check"]["tail"],
+            serde_json::json!([format!("checked chk/{}", n + 1)])
+        );
+    }
+}
+
+#[test]
+fn attempts_in_docker_each_run_the_check_in_their_own_container() {
+    require_docker_image();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let outcome = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--attempts",
+            "2",
+            "--branch",
+            "box",
+            "--sandbox",
+            "docker",
+            "--image",
+            TEST_IMAGE,
+            "--check",
+            "test -f /.dockerenv && cat /etc/hostname",
+            "--prompt",
+            "commit",
+            "--",
+            "sh",
+            "-c",
+            "echo hi > f && git add f && git commit -q -m in-box",
+        ],
+    );
+    let mut hosts = Vec::new();
+    for result in outcome["results"].as_array().expect("results") {
+        assert_eq!(s(result, "status"), "completed", "{result:#}");
+        assert_eq!(result["check"]["passed"], true, "{result:#}");
+        hosts.push(
+            result["check"]["tail"][0]
+                .as_str()
+                .expect("hostname")
+                .to_owned(),
+        );
+    }
+    assert_ne!(
+        hosts[0], hosts[1],
+        "each attempt has a container of its own"
+    );
+    for n in 1..=2 {
+        let log = env.git(&repo, &["log", "-1", "--format=%s", &format!("box/{n}")]);
+        assert_eq!(log, "in-box");
+    }
+}

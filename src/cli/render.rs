@@ -210,6 +210,15 @@ pub fn status_word(status: RunStatus) -> &'static str {
     }
 }
 
+/// A check's outcome in a few words.
+pub fn check_word(check: &slipway_core::run::CheckResult) -> String {
+    match check.exit_code {
+        Some(0) => "passed".into(),
+        Some(code) => format!("failed (exit {code})"),
+        None => "timed out".into(),
+    }
+}
+
 pub fn run_result(r: &RunResult) -> String {
     let mut out = String::new();
     let status = status_word(r.status);
@@ -229,6 +238,14 @@ pub fn run_result(r: &RunResult) -> String {
     }
     if let Some(signal) = &r.completion_signal {
         let _ = writeln!(out, "  completion signal: {signal}");
+    }
+    if let Some(check) = &r.check {
+        let _ = writeln!(out, "  check {}: {}", check_word(check), check.command);
+        if !check.passed {
+            for line in &check.tail {
+                let _ = writeln!(out, "    │ {line}");
+            }
+        }
     }
     match &r.merge {
         Some(MergeOutcome::FastForward { to, .. }) => {

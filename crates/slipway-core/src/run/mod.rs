@@ -27,6 +27,7 @@ use crate::worktree::lock::{BranchLock, LockError};
 use record::{EventLog, RunRecord, RunState};
 
 mod active;
+mod check;
 mod collect;
 mod drive;
 mod error;
@@ -51,6 +52,7 @@ use crate::worktree::{
 };
 pub(crate) use active::docker_config;
 use active::{ActiveSandbox, attach_sandbox, sandbox_name, start_sandbox};
+pub use check::{CHECK_TAIL_LINES, CheckResult};
 use collect::collect_isolated;
 use drive::drive;
 pub use error::*;
@@ -455,6 +457,7 @@ async fn run_recorded(
             kept_refs: Vec::new(),
             import: None,
             sensitive_changes: Vec::new(),
+            check: None,
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),
