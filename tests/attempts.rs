@@ -282,3 +282,121 @@ fn attempts_in_docker_each_run_the_check_in_their_own_container() {
         assert_eq!(log, "in-box");
     }
 }
+
+/// Starts a group of `n` attempts on `try/…` whose agent writes `attempt.txt`
+/// (attempt 2 also fails the check); returns the group's answer.
+fn three_attempts(env: &TestEnv, repo: &Path, extra: &[&str]) -> Value {
+    let agent = committing_agent(env);
+    let mut args = vec![
+        "run",
+        "--attempts",
+        "3",
+        "--check",
+        "test \"$SLIPWAY_SOURCE_BRANCH\" != try/2 && echo fine || { echo broken; exit 4; }",
+        "--prompt",
+        "commit",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", &agent]);
+    // Attempt 2's failing check makes no attempt fail: every one completes.
+    env.slipway_json(repo, &args)
+}
+
+#[test]
+fn the_comparison_lists_each_attempt_with_agent_status_check_changes_and_time() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let outcome = three_attempts(&env, &repo, &["--branch", "try"]);
+    let group = s(&outcome, "groupId").to_owned();
+    let compared = env.slipway_json(&repo, &["attempts", &group]);
+    assert_eq!(s(&compared, "groupId"), group);
+    let rows = compared["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 3);
+    for (n, row) in rows.iter().enumerate() {
+        assert_eq!(row["index"], n + 1);
+        assert_eq!(s(row, "agent"), "command");
+        assert_eq!(s(row, "status"), "completed");
+        assert_eq!(row["commits"], 1);
+        assert_eq!(row["filesChanged"], 1);
+        assert_eq!(row["linesAdded"], 1);
+        assert_eq!(row["linesRemoved"], 0);
+        assert!(row["seconds"].is_u64(), "{row:#}");
+        assert_eq!(row["branchPresent"], true);
+        assert_eq!(row["check"]["passed"], n != 1, "{row:#}");
+    }
+    assert_eq!(rows[1]["check"]["tail"], serde_json::json!(["broken"]));
+
+    let out = env.slipway(&repo, &["attempts", &group]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("failed (exit 4)"), "{text}");
+    assert!(text.contains("try/3"), "{text}");
+
+    let (_, err) = env.slipway_fail(&repo, &["attempts", "att-1-abc"]);
+    assert_eq!(s(&err, "kind"), "unknownGroup");
+    let (_, err) = env.slipway_fail(&repo, &["attempts", "../x"]);
+    assert_eq!(s(&err, "kind"), "invalidParams");
+}
+
+#[test]
+fn landing_an_attempt_refuses_to_discard_the_others_work_unless_forced() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let outcome = three_attempts(&env, &repo, &["--branch", "try"]);
+    let group = s(&outcome, "groupId").to_owned();
+    let winner = env.rev(&repo, "try/3");
+
+    // Without force: attempt 3 lands, the others hold commits found nowhere
+    // else, so they stay and the answer says why.
+    let picked = env.slipway_json_code(&repo, &["attempts", &group, "--land", "3"], 3);
+    assert_eq!(picked["index"], 3);
+    assert_eq!(
+        env.rev(&repo, "main"),
+        winner,
+        "fast-forwarded to the winner"
+    );
+    assert_eq!(picked["discarded"], serde_json::json!([]));
+    let kept = picked["kept"].as_array().expect("kept");
+    assert_eq!(kept.len(), 2);
+    for k in kept {
+        assert!(s(k, "reason").contains("found on no other branch"), "{k:#}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.join("attempt.txt")).expect("landed file"),
+        format!("{}\n", s(&outcome["attempts"][2], "runId"))
+    );
+
+    // With force they go: no branch or worktree of theirs is left.
+    let again = env.slipway_json(&repo, &["attempts", &group, "--land", "3", "--force"]);
+    assert_eq!(again["discarded"], serde_json::json!([1, 2]));
+    let mut branches = env.local_branches(&repo);
+    branches.sort();
+    assert_eq!(branches, vec!["main".to_owned(), "try/3".to_owned()]);
+    assert_eq!(worktree_paths(&env, &repo).len(), 2);
+    let rows = env.slipway_json(&repo, &["attempts", &group])["rows"].clone();
+    assert_eq!(rows[0]["branchPresent"], false);
+    assert_eq!(rows[2]["branchPresent"], true);
+}
+
+#[test]
+fn merge_to_head_attempts_land_nothing_until_the_winner_is_picked() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let before = env.rev(&repo, "main");
+    let outcome = three_attempts(&env, &repo, &[]);
+    let group = s(&outcome, "groupId").to_owned();
+    assert_eq!(s(&outcome, "strategy"), "merge-to-head");
+    assert_eq!(s(&outcome, "into"), "main");
+    assert_eq!(env.rev(&repo, "main"), before, "nothing lands by itself");
+    for (n, attempt) in attempts_of(&outcome).iter().enumerate() {
+        assert_eq!(s(attempt, "branch"), format!("slipway/{group}/{}", n + 1));
+    }
+    let picked = env.slipway_json(&repo, &["attempts", &group, "--land", "1", "--force"]);
+    assert_eq!(picked["discarded"], serde_json::json!([1, 2, 3]));
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "main"]),
+        format!("attempt {}", s(&outcome["attempts"][0], "runId"))
+    );
+    assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
+    assert_eq!(worktree_paths(&env, &repo).len(), 1);
+}

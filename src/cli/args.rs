@@ -44,6 +44,9 @@ pub enum Command {
     Discard(CloseArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
+    /// Compare a group of attempts (`run --attempts`); with --land N, land one
+    /// and discard the others.
+    Attempts(AttemptsArgs),
     /// Approve the repository's slipway.toml (or prompt templates) in its present content:
     /// shows the file, its hash and what it would run, then records the approval.
     Trust(TrustArgs),
@@ -327,6 +330,33 @@ pub enum HowArg {
     Squash,
     /// The branch's commits replayed on top.
     Rebase,
+}
+
+#[derive(Debug, Args)]
+pub struct AttemptsArgs {
+    /// The group id (`att-…`), as `run --attempts` printed it.
+    pub group: String,
+    /// Land this attempt (1…N), then discard the others; a discard that would
+    /// lose work is refused, and reported, unless --force.
+    #[arg(long, value_name = "N")]
+    pub land: Option<usize>,
+    /// How to land: merge, squash or rebase.
+    #[arg(long, value_enum, default_value = "merge", requires = "land")]
+    pub how: HowArg,
+    /// Discard the other attempts even though their commits are lost.
+    #[arg(long, requires = "land")]
+    pub force: bool,
+}
+
+impl From<HowArg> for slipway_core::review::land::LandHow {
+    fn from(how: HowArg) -> Self {
+        use slipway_core::review::land::LandHow;
+        match how {
+            HowArg::Merge => LandHow::Merge,
+            HowArg::Squash => LandHow::Squash,
+            HowArg::Rebase => LandHow::Rebase,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -130,3 +130,111 @@ fn started(outcome: &GroupOutcome) -> String {
     ));
     out
 }
+
+/// `slipway attempts GROUP [--land N [--how H] [--force]]`.
+pub(super) fn attempts_command(
+    host: &HostRepo,
+    args: args::AttemptsArgs,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    let id =
+        slipway_core::ids::GroupId::parse(&args.group).map_err(|e| CliError::from_failure(&e))?;
+    let Some(index) = args.land else {
+        let comparison =
+            attempts::compare::compare(host, &id).map_err(|e| CliError::from_failure(&e))?;
+        if json {
+            print_json(&comparison);
+        } else {
+            print!("{}", table(&comparison));
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let picked = with_spinner(json, format!("landing attempt {index}"), || {
+        attempts::pick::land_attempt(host, &id, index, args.how.into(), args.force)
+    })
+    .map_err(|e| CliError::from_failure(&e))?;
+    if json {
+        print_json(&picked);
+    } else {
+        print!("{}", picked_text(&picked));
+    }
+    Ok(if picked.kept.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(next::PRESERVED)
+    })
+}
+
+/// The comparison as a table for people.
+fn table(c: &attempts::compare::Comparison) -> String {
+    let mut out = format!(
+        "attempts {} from {}{}\n",
+        c.group.group_id,
+        &c.group.source_commit[..10],
+        c.group
+            .check
+            .as_deref()
+            .map(|check| format!(", check: {check}"))
+            .unwrap_or_default()
+    );
+    out.push_str(
+        "  #  agent        status     check        files  +lines  -lines  time  tokens  branch\n",
+    );
+    for r in &c.rows {
+        let check = r
+            .check
+            .as_ref()
+            .map(render::check_word)
+            .unwrap_or_else(|| "-".into());
+        let tokens = r
+            .usage
+            .map(|u| {
+                let cost = u.cost_usd.map(|c| format!(" ${c:.2}")).unwrap_or_default();
+                format!("{}{cost}", u.input_tokens + u.output_tokens)
+            })
+            .unwrap_or_else(|| "-".into());
+        let time = r
+            .seconds
+            .map(|s| format!("{s}s"))
+            .unwrap_or_else(|| "-".into());
+        let branch = if r.branch_present {
+            r.branch.clone()
+        } else {
+            format!("{} (gone)", r.branch)
+        };
+        out.push_str(&format!(
+            "  {:<2} {:<12} {:<10} {:<12} {:>5}  {:>6}  {:>6}  {:>4}  {:>6}  {branch}\n",
+            r.index,
+            r.agent,
+            r.status.as_deref().unwrap_or("unknown"),
+            check,
+            r.files_changed,
+            r.lines_added,
+            r.lines_removed,
+            time,
+            tokens,
+        ));
+    }
+    out
+}
+
+/// What `--land N` did, for people.
+fn picked_text(p: &attempts::pick::Picked) -> String {
+    let mut out = format!(
+        "landed attempt {} in {} ({})\n",
+        p.index,
+        p.landed.into,
+        &p.landed.commit[..10]
+    );
+    if !p.discarded.is_empty() {
+        let list: Vec<String> = p.discarded.iter().map(usize::to_string).collect();
+        out.push_str(&format!("discarded attempts {}\n", list.join(", ")));
+    }
+    for kept in &p.kept {
+        out.push_str(&format!(
+            "kept attempt {} ({}): {}\n  to lose it: slipway discard {} --force\n",
+            kept.index, kept.branch, kept.reason, kept.branch
+        ));
+    }
+    out
+}

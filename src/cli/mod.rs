@@ -260,6 +260,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let host = open(&Some(plan.repository.clone()))?;
             run_cli(&host, plan.request, cli.json, false)
         }
+        Command::Attempts(args) => {
+            let host = open(&cli.repo)?;
+            attempts::attempts_command(&host, args, cli.json)
+        }
         Command::Lsp(args) => {
             crate::lsp::serve_stdio(args.log_file.as_deref())?;
             Ok(ExitCode::SUCCESS)
@@ -308,15 +312,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Land(args) => {
-            use slipway_core::review::land::{self, LandHow};
+            use slipway_core::review::land;
             let host = open(&cli.repo)?;
             let request = land::LandRequest {
                 worktree: &args.worktree,
-                how: match args.how {
-                    args::HowArg::Merge => LandHow::Merge,
-                    args::HowArg::Squash => LandHow::Squash,
-                    args::HowArg::Rebase => LandHow::Rebase,
-                },
+                how: args.how.into(),
                 into: args.into.as_deref(),
                 message: args.message.as_deref(),
                 timeout: Duration::from_secs(args.timeout),

@@ -14,6 +14,8 @@ use crate::git::refname::validate_branch_name;
 use crate::ids::{GroupId, RunId};
 use crate::run::{RunControl, RunEvent, RunRequest, RunResult, RunStrategy};
 
+pub mod compare;
+pub mod pick;
 pub mod record;
 
 pub use record::{AttemptEntry, GroupRecord, GroupStrategy, MAX_ATTEMPTS};
