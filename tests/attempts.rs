@@ -400,3 +400,56 @@ fn merge_to_head_attempts_land_nothing_until_the_winner_is_picked() {
     assert_eq!(env.local_branches(&repo), vec!["main".to_owned()]);
     assert_eq!(worktree_paths(&env, &repo).len(), 1);
 }
+
+#[test]
+fn the_sidecar_runs_attempts_as_a_group_compares_them_and_lands_one() {
+    use common::lsp::{Lsp, command_agent};
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo").canonicalize().expect("canonical repo");
+    let agent = committing_agent(&env);
+    let mut lsp = Lsp::start(&env, Some(&repo), false);
+    let started = lsp.ok(
+        "slipway.run",
+        serde_json::json!({
+            "root": repo, "strategy": "branch", "branch": "side",
+            "agent": command_agent(Path::new(&agent)), "prompt": "commit",
+            "attempts": 2, "check": "test -f attempt.txt",
+        }),
+    );
+    let group = s(&started, "groupId").to_owned();
+    let run_ids: Vec<String> = started["runIds"]
+        .as_array()
+        .expect("runIds")
+        .iter()
+        .map(|v| v.as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(run_ids.len(), 2);
+    for id in &run_ids {
+        let finished = lsp
+            .wait_for_notification("slipway/runFinished", |p| p["runId"] == *id, EVENT_DEADLINE)
+            .unwrap_or_else(|| panic!("no runFinished for {id}:\n{}", lsp.stderr()));
+        assert_eq!(finished.msg["params"]["status"], "completed");
+    }
+    let compared = lsp.ok(
+        "slipway.attempts",
+        serde_json::json!({ "root": repo, "groupId": group }),
+    );
+    let rows = compared["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(s(row, "status"), "completed", "{row:#}");
+        assert_eq!(row["check"]["passed"], true);
+        assert_eq!(row["filesChanged"], 1);
+    }
+    let picked = lsp.ok(
+        "slipway.landAttempt",
+        serde_json::json!({ "root": repo, "groupId": group, "index": 2, "force": true }),
+    );
+    assert_eq!(picked["discarded"], serde_json::json!([1]));
+    assert_eq!(env.rev(&repo, "main"), env.rev(&repo, "side/2"));
+    let unknown = lsp.err(
+        "slipway.attempts",
+        serde_json::json!({ "root": repo, "groupId": "att-1-abc" }),
+    );
+    assert_eq!(unknown["data"]["kind"], "unknownGroup", "{unknown}");
+}

@@ -261,6 +261,10 @@ pub struct RunArgs {
     /// Run the request in this JSON file (written by the sidecar for detached runs).
     #[arg(long, hide = true, value_name = "FILE")]
     pub request_file: Option<PathBuf>,
+    /// With --request-file: run the attempts of this prepared group (the sidecar's
+    /// `attempts`), each with the request's agent.
+    #[arg(long, hide = true, value_name = "GROUP_ID", requires = "request_file")]
+    pub group: Option<String>,
     /// The program of the `command` agent and its arguments; for other agents,
     /// extra arguments passed to the agent's CLI.
     #[arg(last = true, value_name = "PROGRAM")]

@@ -34,7 +34,38 @@ pub(super) fn run_group_cli(
     }
     let plan = first.expect("at least one agent is planned");
     let host = open(&Some(plan.repository.clone()))?;
-    let control = run::RunControl::new();
+    let agents = attempts::agents_for(&specs, count);
+    let group = attempts::prepare_group(&host, &plan.request, &agents)
+        .map_err(|e| CliError::from_failure(&e))?;
+    run_prepared(&host, &plan.request, &agents, group, json, false)
+}
+
+/// The attempts of a group the sidecar prepared, each with the request's agent.
+pub(super) fn run_detached_group(
+    host: &HostRepo,
+    request: RunRequest,
+    group: &str,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    let id = slipway_core::ids::GroupId::parse(group).map_err(|e| CliError::from_failure(&e))?;
+    let group = attempts::compare::load(host, &id).map_err(|e| CliError::from_failure(&e))?;
+    let agents = vec![request.agent.clone(); group.attempts.len()];
+    run_prepared(host, &request, &agents, group, json, true)
+}
+
+/// Runs a prepared group with progress on stderr and stops on signals; `detached`:
+/// nobody watches it (see [`run_cli`]).
+fn run_prepared(
+    host: &HostRepo,
+    request: &RunRequest,
+    agents: &[AgentSpec],
+    group: attempts::GroupRecord,
+    json: bool,
+    detached: bool,
+) -> Result<ExitCode, CliError> {
+    let mut control = run::RunControl::new();
+    control.watched =
+        !detached && (std::io::stdout().is_terminal() || std::io::stderr().is_terminal());
     stop_on_signals(&control);
     let events: attempts::AttemptSink = Arc::new(move |index: usize, event: &RunEvent| {
         if json {
@@ -50,14 +81,7 @@ pub(super) fn run_group_cli(
             RunEvent::Iteration { .. } | RunEvent::Step { .. } => {}
         }
     });
-    let outcome = attempts::run_attempts(
-        &host,
-        &plan.request,
-        &attempts::agents_for(&specs, count),
-        &control,
-        events,
-    )
-    .map_err(|e| CliError::from_failure(&e))?;
+    let outcome = attempts::run_group(host, request, agents, group, &control, events);
     if json {
         print_json(&outcome);
     } else {

@@ -243,6 +243,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 let request: RunRequest = serde_json::from_slice(&bytes).map_err(|e| {
                     CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
                 })?;
+                if let Some(group) = &args.group {
+                    return attempts::run_detached_group(&host, request, group, cli.json);
+                }
                 return run_cli(&host, request, cli.json, true);
             }
             let dry_run = args.dry_run;

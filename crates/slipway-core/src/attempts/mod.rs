@@ -135,8 +135,7 @@ fn plan_branches(
 }
 
 /// Starts one attempt per entry of `agents` from `request` and waits for
-/// them all. Each runs on its own thread with its own repository handle; a
-/// stop request on `control` stops them all.
+/// them all (see [`prepare_group`] and [`run_group`]).
 pub fn run_attempts(
     host: &HostRepo,
     request: &RunRequest,
@@ -144,6 +143,17 @@ pub fn run_attempts(
     control: &RunControl,
     events: AttemptSink,
 ) -> Result<GroupOutcome, AttemptsError> {
+    let group = prepare_group(host, request, agents)?;
+    Ok(run_group(host, request, agents, group, control, events))
+}
+
+/// Checks the request, resolves the source once and writes the group's
+/// record naming every attempt's run and branch; nothing is created yet.
+pub fn prepare_group(
+    host: &HostRepo,
+    request: &RunRequest,
+    agents: &[AgentSpec],
+) -> Result<GroupRecord, AttemptsError> {
     host.state_trusted()?;
     if agents.is_empty() || agents.len() > MAX_ATTEMPTS {
         return Err(AttemptsError::Invalid(format!(
@@ -177,7 +187,21 @@ pub fn run_attempts(
     group
         .save(&host.slipway_dir())
         .map_err(|e| AttemptsError::Io(e.to_string()))?;
+    Ok(group)
+}
 
+/// Runs the attempts of a prepared group, one per entry of `agents`, and
+/// waits for them all. Each runs on its own thread with its own repository
+/// handle; a stop request on `control` stops them all.
+pub fn run_group(
+    host: &HostRepo,
+    request: &RunRequest,
+    agents: &[AgentSpec],
+    group: GroupRecord,
+    control: &RunControl,
+    events: AttemptSink,
+) -> GroupOutcome {
+    let source = group.source_commit.clone();
     let root = host.root().to_path_buf();
     let results: Vec<RunResult> = std::thread::scope(|scope| {
         let handles: Vec<_> = group
@@ -214,7 +238,7 @@ pub fn run_attempts(
             })
             .collect()
     });
-    Ok(GroupOutcome { group, results })
+    GroupOutcome { group, results }
 }
 
 /// One attempt on this thread: its own repository handle and runtime.
