@@ -453,3 +453,69 @@ fn the_sidecar_runs_attempts_as_a_group_compares_them_and_lands_one() {
     );
     assert_eq!(unknown["data"]["kind"], "unknownGroup", "{unknown}");
 }
+
+#[test]
+fn several_agents_each_get_their_attempts_and_impossible_groups_are_refused() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = committing_agent(&env);
+    // Two --agent, two attempts each: four attempts, each agent's together.
+    let outcome = env.slipway_json(
+        &repo,
+        &[
+            "run",
+            "--agent",
+            "command",
+            "--agent",
+            "command",
+            "--attempts",
+            "2",
+            "--branch",
+            "duo",
+            "--prompt",
+            "commit",
+            "--",
+            &agent,
+        ],
+    );
+    let attempts = attempts_of(&outcome);
+    assert_eq!(attempts.len(), 4);
+    for (n, attempt) in attempts.iter().enumerate() {
+        assert_eq!(s(attempt, "agent"), "command");
+        assert_eq!(s(attempt, "branch"), format!("duo/{}", n + 1));
+    }
+
+    let refused = |args: &[&str]| {
+        let mut full = vec!["run", "--attempts", "2", "--prompt", "commit"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["--", &agent]);
+        let (_, err) = env.slipway_fail(&repo, &full);
+        err
+    };
+    let err = refused(&["--strategy", "head"]);
+    assert_eq!(s(&err, "kind"), "invalidParams");
+    assert!(s(&err, "message").contains("--branch NAME"), "{err}");
+    // `duo` would sit beside `duo/1`: git cannot hold both.
+    env.git(&repo, &["branch", "solo"]);
+    let err = refused(&["--branch", "solo"]);
+    assert_eq!(s(&err, "kind"), "invalidParams");
+    assert!(s(&err, "message").contains("'solo' exists"), "{err}");
+    let err = refused(&["--branch", "duo"]);
+    assert_eq!(s(&err, "kind"), "invalidParams");
+    assert!(
+        s(&err, "message").contains("'duo/1' exists already"),
+        "{err}"
+    );
+    let out = env.slipway(
+        &repo,
+        &["run", "--attempts", "65", "--branch", "many", "--", &agent],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1..=64"));
+    // Nothing was made for a refused group.
+    assert!(
+        !env.local_branches(&repo)
+            .iter()
+            .any(|b| b.starts_with("solo/"))
+    );
+}
