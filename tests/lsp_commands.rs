@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = EVENT_DEADLINE;
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 17] = [
+const DESIGN_COMMANDS: [&str; 19] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -35,6 +35,8 @@ const DESIGN_COMMANDS: [&str; 17] = [
     "slipway.log",
     "slipway.seen",
     "slipway.trust",
+    "slipway.attempts",
+    "slipway.landAttempt",
 ];
 
 fn canon(p: &Path) -> PathBuf {

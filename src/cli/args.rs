@@ -44,6 +44,9 @@ pub enum Command {
     Discard(CloseArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
+    /// Compare a group of attempts (`run --attempts`); with --land N, land one
+    /// and discard the others.
+    Attempts(AttemptsArgs),
     /// Approve the repository's slipway.toml (or prompt templates) in its present content:
     /// shows the file, its hash and what it would run, then records the approval.
     Trust(TrustArgs),
@@ -192,10 +195,18 @@ pub struct RunArgs {
     /// worktree and kind along.
     #[arg(long, value_name = "SANDBOX_ID", conflicts_with_all = ["worktree", "image"])]
     pub in_sandbox: Option<String>,
-    /// The agent.
+    /// The agent; repeated, one group of attempts per agent (same prompt).
     /// (Default: command, or the workspace's.)
     #[arg(long, value_enum)]
-    pub agent: Option<AgentArg>,
+    pub agent: Vec<AgentArg>,
+    /// Run this many attempts (of each --agent) from one source commit, each on
+    /// its own branch BRANCH/1…N, worktree and sandbox, in parallel, as one group.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub attempts: Option<u32>,
+    /// A command run in the sandbox after the agent ends (tests, a linter); its
+    /// exit status and last lines of output are part of the result.
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
     /// The agent's model.
     #[arg(long)]
     pub model: Option<String>,
@@ -259,6 +270,10 @@ pub struct RunArgs {
     /// Run the request in this JSON file (written by the sidecar for detached runs).
     #[arg(long, hide = true, value_name = "FILE")]
     pub request_file: Option<PathBuf>,
+    /// With --request-file: run the attempts of this prepared group (the sidecar's
+    /// `attempts`), each with the request's agent.
+    #[arg(long, hide = true, value_name = "GROUP_ID", requires = "request_file")]
+    pub group: Option<String>,
     /// The program of the `command` agent and its arguments; for other agents,
     /// extra arguments passed to the agent's CLI.
     #[arg(last = true, value_name = "PROGRAM")]
@@ -328,6 +343,33 @@ pub enum HowArg {
     Squash,
     /// The branch's commits replayed on top.
     Rebase,
+}
+
+#[derive(Debug, Args)]
+pub struct AttemptsArgs {
+    /// The group id (`att-…`), as `run --attempts` printed it.
+    pub group: String,
+    /// Land this attempt (1…N), then discard the others; a discard that would
+    /// lose work is refused, and reported, unless --force.
+    #[arg(long, value_name = "N")]
+    pub land: Option<usize>,
+    /// How to land: merge, squash or rebase.
+    #[arg(long, value_enum, default_value = "merge", requires = "land")]
+    pub how: HowArg,
+    /// Discard the other attempts even though their commits are lost.
+    #[arg(long, requires = "land")]
+    pub force: bool,
+}
+
+impl From<HowArg> for slipway_core::review::land::LandHow {
+    fn from(how: HowArg) -> Self {
+        use slipway_core::review::land::LandHow;
+        match how {
+            HowArg::Merge => LandHow::Merge,
+            HowArg::Squash => LandHow::Squash,
+            HowArg::Rebase => LandHow::Rebase,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

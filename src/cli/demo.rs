@@ -68,6 +68,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
             ..Timeouts::default()
         },
         hooks: Hooks::default(),
+        check: None,
     };
     let code = super::run_cli(&host, request, json, false)?;
     if !json {

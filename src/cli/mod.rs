@@ -3,6 +3,7 @@
 
 mod args;
 mod ask;
+mod attempts;
 mod demo;
 mod error;
 mod logs;
@@ -242,9 +243,18 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 let request: RunRequest = serde_json::from_slice(&bytes).map_err(|e| {
                     CliError::new(ErrorKind::InvalidParams, format!("{}: {e}", file.display()))
                 })?;
+                if let Some(group) = &args.group {
+                    return attempts::run_detached_group(&host, request, group, cli.json);
+                }
                 return run_cli(&host, request, cli.json, true);
             }
             let dry_run = args.dry_run;
+            let agents = args.agent.clone();
+            if !dry_run && (args.attempts.is_some() || agents.len() > 1) {
+                let count = args.attempts.unwrap_or(1) as usize;
+                let input = run_input(*args, cli.repo.clone())?;
+                return attempts::run_group_cli(input, &agents, count, cli.json);
+            }
             let plan = plan_interactively(run_input(*args, cli.repo.clone())?)?;
             if dry_run {
                 print_json(&plan);
@@ -252,6 +262,10 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             let host = open(&Some(plan.repository.clone()))?;
             run_cli(&host, plan.request, cli.json, false)
+        }
+        Command::Attempts(args) => {
+            let host = open(&cli.repo)?;
+            attempts::attempts_command(&host, args, cli.json)
         }
         Command::Lsp(args) => {
             crate::lsp::serve_stdio(args.log_file.as_deref())?;
@@ -301,15 +315,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Land(args) => {
-            use slipway_core::review::land::{self, LandHow};
+            use slipway_core::review::land;
             let host = open(&cli.repo)?;
             let request = land::LandRequest {
                 worktree: &args.worktree,
-                how: match args.how {
-                    args::HowArg::Merge => LandHow::Merge,
-                    args::HowArg::Squash => LandHow::Squash,
-                    args::HowArg::Rebase => LandHow::Rebase,
-                },
+                how: args.how.into(),
                 into: args.into.as_deref(),
                 message: args.message.as_deref(),
                 timeout: Duration::from_secs(args.timeout),

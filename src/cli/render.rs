@@ -200,14 +200,28 @@ pub fn preview(p: &slipway_core::review::risk::Preview, what: &str) -> String {
     out
 }
 
-pub fn run_result(r: &RunResult) -> String {
-    let mut out = String::new();
-    let status = match r.status {
+/// A run's status in a word, for people.
+pub fn status_word(status: RunStatus) -> &'static str {
+    match status {
         RunStatus::Completed => "completed",
         RunStatus::Failed => "failed",
         RunStatus::TimedOut => "timed out",
         RunStatus::Cancelled => "cancelled",
-    };
+    }
+}
+
+/// A check's outcome in a few words.
+pub fn check_word(check: &slipway_core::run::CheckResult) -> String {
+    match check.exit_code {
+        Some(0) => "passed".into(),
+        Some(code) => format!("failed (exit {code})"),
+        None => "timed out".into(),
+    }
+}
+
+pub fn run_result(r: &RunResult) -> String {
+    let mut out = String::new();
+    let status = status_word(r.status);
     let on = if r.branch.is_empty() {
         String::new()
     } else {
@@ -224,6 +238,14 @@ pub fn run_result(r: &RunResult) -> String {
     }
     if let Some(signal) = &r.completion_signal {
         let _ = writeln!(out, "  completion signal: {signal}");
+    }
+    if let Some(check) = &r.check {
+        let _ = writeln!(out, "  check {}: {}", check_word(check), check.command);
+        if !check.passed {
+            for line in &check.tail {
+                let _ = writeln!(out, "    │ {line}");
+            }
+        }
     }
     match &r.merge {
         Some(MergeOutcome::FastForward { to, .. }) => {

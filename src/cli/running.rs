@@ -43,6 +43,7 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
         agent: AgentInput::Named {
             name: args
                 .agent
+                .first()
                 .and_then(|a| a.to_possible_value())
                 .map(|v| v.get_name().to_owned()),
             options: slipway_core::agent::AgentOptions {
@@ -95,6 +96,7 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
                 sandbox_on_sandbox_ready: args.on_sandbox_ready,
             },
         ),
+        check: args.check,
         handoff: false,
     })
 }

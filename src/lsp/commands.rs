@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc;
 
 use super::protocol::{
-    self, BranchesArgs, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs, ResolveArgs,
-    RootArgs, RunArgs, TrustArgs, error, failure,
+    self, AttemptsArgs, BranchesArgs, CancelArgs, CloseArgs, CreateArgs, DiffArgs, LandArgs,
+    LandAttemptArgs, ResolveArgs, RootArgs, RunArgs, TrustArgs, error, failure,
 };
 use super::status_cache::StatusCache;
 use slipway_core::error::ErrorKind;
@@ -327,4 +327,26 @@ pub fn workspaces() -> Answer {
         }
     }
     Ok(json!({ "workspaces": out }))
+}
+
+/// `slipway.attempts`.
+pub fn attempts(args: AttemptsArgs) -> Answer {
+    let host = open(&args.root)?;
+    slipway_core::attempts::compare::compare(&host, &args.group_id)
+        .map(|c| to_value(&c))
+        .map_err(|e| failure(&e))
+}
+
+/// `slipway.landAttempt`.
+pub fn land_attempt(args: LandAttemptArgs) -> Answer {
+    let host = open(&args.root)?;
+    slipway_core::attempts::pick::land_attempt(
+        &host,
+        &args.group_id,
+        args.index,
+        args.how,
+        args.force,
+    )
+    .map(|p| to_value(&p))
+    .map_err(|e| failure(&e))
 }

@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use slipway_core::git::HostRepo;
-use slipway_core::ids::RunId;
+use slipway_core::ids::{GroupId, RunId};
 use slipway_core::run::RunRequest;
 use slipway_core::run::record::runs_dir;
 
@@ -16,6 +16,19 @@ pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<RunId
         .run_id
         .clone()
         .ok_or_else(|| std::io::Error::other("a detached run needs its id up front"))?;
+    spawn(host, request, run_id.as_str(), &[])?;
+    Ok(run_id)
+}
+
+/// Starts the attempts of the prepared group `group` in one detached process.
+pub fn spawn_group(host: &HostRepo, request: &RunRequest, group: &GroupId) -> std::io::Result<()> {
+    spawn(host, request, group.as_str(), &["--group", group.as_str()])
+}
+
+/// `slipway run --request-file <runs>/<name>.request.json EXTRA…`, detached,
+/// its output in `<name>.out` and `<name>.err`.
+fn spawn(host: &HostRepo, request: &RunRequest, name: &str, extra: &[&str]) -> std::io::Result<()> {
+    let run_id = name;
     let dir = runs_dir(&host.slipway_dir());
     std::fs::create_dir_all(&dir)?;
     let request_file = dir.join(format!("{run_id}.request.json"));
@@ -32,6 +45,7 @@ pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<RunId
         .arg("run")
         .arg("--request-file")
         .arg(&request_file)
+        .args(extra)
         .current_dir(host.root())
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -51,5 +65,5 @@ pub fn spawn_run(host: &HostRepo, request: &RunRequest) -> std::io::Result<RunId
     std::thread::spawn(move || {
         let _ = child.wait();
     });
-    Ok(run_id)
+    Ok(())
 }

@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 17] = [
+pub const COMMANDS: [&str; 19] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -38,6 +38,8 @@ pub const COMMANDS: [&str; 17] = [
     "slipway.log",
     "slipway.seen",
     "slipway.trust",
+    "slipway.attempts",
+    "slipway.landAttempt",
 ];
 
 /// `{root}`.
@@ -168,6 +170,10 @@ pub struct RunArgs {
     /// Answer the checked plan instead of starting the run.
     #[serde(default)]
     pub dry_run: bool,
+    /// A command run in the sandbox after the agent; its result is the run's `check`.
+    pub check: Option<String>,
+    /// Run this many attempts as one group (see `slipway.attempts`).
+    pub attempts: Option<usize>,
 }
 
 impl RunArgs {
@@ -204,6 +210,7 @@ impl RunArgs {
                 max_duration_secs: self.max_duration_secs,
             },
             hooks: self.hooks,
+            check: self.check,
             handoff,
         }
     }
@@ -290,6 +297,38 @@ pub struct LandArgs {
     pub message: Option<String>,
     /// How long working out the land may take before it stops unchanged (default 300).
     pub timeout_secs: Option<u64>,
+}
+
+/// `slipway.attempts`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptsArgs {
+    /// Repository.
+    pub root: PathBuf,
+    /// The group.
+    pub group_id: slipway_core::ids::GroupId,
+}
+
+/// `slipway.landAttempt`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LandAttemptArgs {
+    /// Repository.
+    pub root: PathBuf,
+    /// The group.
+    pub group_id: slipway_core::ids::GroupId,
+    /// The attempt to land, 1…N.
+    pub index: usize,
+    /// `merge` (default), `squash` or `rebase`.
+    #[serde(default = "merge")]
+    pub how: slipway_core::review::land::LandHow,
+    /// Discard the other attempts even when their work is lost.
+    #[serde(default)]
+    pub force: bool,
+}
+
+fn merge() -> slipway_core::review::land::LandHow {
+    slipway_core::review::land::LandHow::Merge
 }
 
 /// `slipway.log`.

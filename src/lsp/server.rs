@@ -134,11 +134,15 @@ impl SlipwayServer {
 
     async fn start_run(&self, args: RunArgs, handoff: bool) -> Result<Value> {
         let dry_run = args.dry_run;
+        let attempts = args.attempts;
         let plan = tokio::task::spawn_blocking(move || commands::plan_run(args, handoff))
             .await
             .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))??;
         if dry_run {
             return Ok(json!({ "plan": plan }));
+        }
+        if let Some(count) = attempts {
+            return self.start_group(plan, count).await;
         }
         let (run_id, common, root) = tokio::task::spawn_blocking(move || {
             let host = commands::open(&plan.repository)?;
@@ -160,6 +164,37 @@ impl SlipwayServer {
         self.state.register(common.clone(), root).await;
         self.state.follow(&common, &run_id).await;
         Ok(json!({ "runId": run_id }))
+    }
+
+    /// `slipway.run` with `attempts`: the group is prepared (checked, its
+    /// record written) before the answer, then run by one detached process.
+    async fn start_group(&self, plan: slipway_core::plan::RunPlan, count: usize) -> Result<Value> {
+        let (group, common, root) = tokio::task::spawn_blocking(move || {
+            let host = commands::open(&plan.repository)?;
+            let agents = vec![plan.request.agent.clone(); count];
+            let group = slipway_core::attempts::prepare_group(&host, &plan.request, &agents)
+                .map_err(|e| super::protocol::failure(&e))?;
+            detach::spawn_group(&host, &plan.request, &group.group_id).map_err(|e| {
+                error(
+                    ErrorKind::Io,
+                    format!("cannot start the attempts' process: {e}"),
+                    Value::Null,
+                )
+            })?;
+            Ok::<_, tower_lsp_server::jsonrpc::Error>((
+                group,
+                host.common_dir().to_path_buf(),
+                host.root().to_path_buf(),
+            ))
+        })
+        .await
+        .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))??;
+        self.state.register(common.clone(), root).await;
+        for attempt in &group.attempts {
+            self.state.follow(&common, &attempt.run_id).await;
+        }
+        let run_ids: Vec<&str> = group.attempts.iter().map(|a| a.run_id.as_str()).collect();
+        Ok(json!({ "groupId": group.group_id, "runIds": run_ids }))
     }
 }
 
@@ -365,6 +400,16 @@ impl LanguageServer for SlipwayServer {
             "slipway.discard" => {
                 let a = parse_args(&command, &args)?;
                 let answer = blocking(move || commands::discard(a)).await;
+                self.state.poke();
+                answer
+            }
+            "slipway.attempts" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::attempts(a)).await
+            }
+            "slipway.landAttempt" => {
+                let a = parse_args(&command, &args)?;
+                let answer = blocking(move || commands::land_attempt(a)).await;
                 self.state.poke();
                 answer
             }

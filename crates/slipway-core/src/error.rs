@@ -66,6 +66,8 @@ kinds! {
     UnknownRun = "unknownRun",
     /// No long-lived sandbox of that id.
     UnknownSandbox = "unknownSandbox",
+    /// No group of attempts of that id.
+    UnknownGroup = "unknownGroup",
     /// The prompt template needs arguments that were not given.
     MissingPromptArgs = "missingPromptArgs",
     /// The prompt is too long for an agent that takes it as an argument.

@@ -42,6 +42,18 @@ fn is_hex(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// Checks the `<seconds>-<hex>` of a time-sorted id; `shape` says the whole form.
+fn seconds_hex(rest: &str, shape: &'static str) -> Result<(), &'static str> {
+    let (secs, hex) = rest.split_once('-').ok_or(shape)?;
+    if secs.is_empty() || secs.len() > 20 || !secs.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("its seconds are not a number");
+    }
+    if hex.len() > 32 || !is_hex(hex) {
+        return Err("its suffix is not lowercase hex");
+    }
+    Ok(())
+}
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $check:expr) => {
         $(#[$doc])*
@@ -144,16 +156,7 @@ id_type!(
     "run",
     |text| {
         let rest = text.strip_prefix("run-").ok_or("it must start with 'run-'")?;
-        let (secs, hex) = rest
-            .split_once('-')
-            .ok_or("it must be run-<seconds>-<hex>")?;
-        if secs.is_empty() || secs.len() > 20 || !secs.bytes().all(|b| b.is_ascii_digit()) {
-            return Err("its seconds are not a number");
-        }
-        if hex.len() > 32 || !is_hex(hex) {
-            return Err("its suffix is not lowercase hex");
-        }
-        Ok(())
+        seconds_hex(rest, "it must be run-<seconds>-<hex>")
     }
 );
 
@@ -196,6 +199,33 @@ id_type!(
         Ok(())
     }
 );
+
+id_type!(
+    /// A group of attempts' id: `att-<seconds>-<hex>`.
+    GroupId,
+    "attempts group",
+    |text| {
+        let rest = text.strip_prefix("att-").ok_or("it must start with 'att-'")?;
+        seconds_hex(rest, "it must be att-<seconds>-<hex>")
+    }
+);
+
+impl GroupId {
+    /// A new group id: time plus randomness, sortable.
+    pub fn new() -> GroupId {
+        GroupId(format!(
+            "att-{}-{}",
+            crate::util::now_secs(),
+            crate::util::random_hex(3)
+        ))
+    }
+}
+
+impl Default for GroupId {
+    fn default() -> GroupId {
+        GroupId::new()
+    }
+}
 
 impl RunId {
     /// A new run id: time plus randomness, sortable.
@@ -282,6 +312,10 @@ mod tests {
         assert!(SandboxId::parse("sbx-0a1b2c3d").is_ok());
         assert!(SandboxId::parse("sbx-../x").is_err());
         assert!(SandboxId::parse(SandboxId::new().as_str()).is_ok());
+        assert!(GroupId::parse(GroupId::new().as_str()).is_ok());
+        for bad in ["", "att-", "att-1-../x", "att-x-ab", "run-1-ab", "att-1-AB"] {
+            assert!(GroupId::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod agent;
+pub mod attempts;
 pub mod error;
 pub mod git;
 pub mod ids;

@@ -100,6 +100,7 @@ pub fn import_branch(
     private_objects: &Path,
     request: &ImportRequest<'_>,
 ) -> Result<Imported, ImportError> {
+    let _turn = super::queue::turn(host.commondir());
     let count = copy_objects(host, private_objects, request.tip)?;
     land(host, request, count)
 }

@@ -412,6 +412,7 @@ pub fn merge_into_host(
     host: &super::HostRepo,
     request: &MergeRequest<'_>,
 ) -> Result<MergeOutcome, MergeError> {
+    let _turn = super::queue::turn(host.common_dir());
     let Some(plan) = plan(host.git(), request)? else {
         return Ok(MergeOutcome::UpToDate);
     };

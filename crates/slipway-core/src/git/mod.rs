@@ -23,6 +23,7 @@ pub mod pack_commits;
 pub mod pack_out;
 pub mod policy;
 pub mod private_dir;
+pub mod queue;
 pub mod refname;
 pub mod worktrees;
 

@@ -171,6 +171,9 @@ pub struct RunInput {
     pub budgets: crate::run::Budgets,
     /// Hooks; each list left empty is the defaults'.
     pub hooks: Option<Hooks>,
+    /// A command run in the sandbox after the agent (see [`RunRequest::check`]).
+    #[serde(default)]
+    pub check: Option<String>,
     /// A handoff: the worktree must be given.
     pub handoff: bool,
 }
@@ -332,6 +335,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         timeouts: timeouts(&input.timeouts),
         hooks: hooks(input.hooks.as_ref(), &defaults),
         budgets: input.budgets.or(&defaults.budgets),
+        check: input.check.clone(),
     };
     let checked = check(&host, &request)?;
     probe(&host, &request, existing.as_ref())?;

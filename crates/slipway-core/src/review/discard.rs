@@ -99,6 +99,7 @@ fn refusal(branch: &str, at_risk: &AtRisk) -> String {
 pub fn discard(host: &HostRepo, selector: &str, force: bool) -> Result<Discarded, DiscardError> {
     host.state_trusted()?;
     let subject = find_subject(host, selector)?;
+    let _turn = crate::git::queue::turn(host.common_dir());
     let name = subject.selector();
     let (outcome, refused) = remove(host, subject, force)?;
     let actions = match refused {

@@ -268,6 +268,7 @@ pub fn land(host: &HostRepo, request: &LandRequest<'_>) -> Result<Landed, LandEr
     let branch = subject.branch().to_owned();
     // A run on the branch would move it under the land.
     let _lock = lock_branch(host, &branch)?;
+    let _turn = crate::git::queue::turn(host.common_dir());
     let mut record = match subject {
         Subject::Worktree(record) => Some(*record),
         Subject::KeptBranch(_) => None,

@@ -100,6 +100,7 @@ pub(super) async fn drive(
             // Nothing but the agent, once: it can be the container's own process.
             let one_process = request.max_iterations == 1
                 && request.hooks.sandbox_on_sandbox_ready.is_empty()
+                && request.check.is_none()
                 && prompt.shell_blocks().is_empty()
                 && request
                     .agent
@@ -159,13 +160,7 @@ pub(super) async fn drive(
         let mut outputs = Vec::new();
         for command in prompt.shell_blocks() {
             ctx.phase("promptCommand", command.clone());
-            let spec = ExecSpec {
-                argv: vec!["sh".into(), "-c".into(), command.clone()],
-                cwd: place.cwd.clone(),
-                env: env.clone(),
-                stdin: None,
-                hold: ctx.hold,
-            };
+            let spec = process::shell_spec(&command, &place.cwd, &env, ctx.hold);
             match run_to_end(sandbox, spec, request.timeouts.hook, cancel).await? {
                 None => {
                     return Err(RunError::HookTimeout {
@@ -251,6 +246,10 @@ pub(super) async fn drive(
                 }
                 IterationEnd::Exited => {}
             }
+        }
+        if let Some(command) = &request.check {
+            ctx.result.check =
+                Some(check::run_check(ctx, sandbox, command, &place.cwd, &env).await?);
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ use crate::worktree::lock::{BranchLock, LockError};
 use record::{EventLog, RunRecord, RunState};
 
 mod active;
+mod check;
 mod collect;
 mod drive;
 mod error;
@@ -52,6 +53,7 @@ use crate::worktree::{
 };
 pub(crate) use active::docker_config;
 use active::{ActiveSandbox, attach_sandbox, sandbox_name, start_sandbox};
+pub use check::{CHECK_TAIL_LINES, CheckResult};
 use collect::collect_isolated;
 use drive::drive;
 pub use error::*;
@@ -563,6 +565,7 @@ async fn run_recorded(
             kept_refs: Vec::new(),
             import: None,
             sensitive_changes: Vec::new(),
+            check: None,
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),

@@ -345,6 +345,7 @@ impl RunGit {
     /// belongs to a long-lived sandbox or the import failed (then it holds
     /// the only copy of the work, and the error says where).
     pub fn import(mut self, host: &HostRepo, run_id: &str) -> Result<ImportReport, RunGitError> {
+        let _turn = crate::git::queue::turn(host.common_dir());
         // The worktree is the user's again before anything is read from it.
         let restored = self.restore_checkout();
         let imported = self.bring_in(host, run_id);

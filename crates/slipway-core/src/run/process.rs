@@ -99,6 +99,22 @@ pub(super) async fn run_to_end(
     }
 }
 
+/// `sh -c COMMAND` in `cwd`, as hooks, prompt commands and the check run.
+pub(super) fn shell_spec(
+    command: &str,
+    cwd: &Path,
+    env: &[(String, String)],
+    hold: Option<std::os::fd::RawFd>,
+) -> ExecSpec {
+    ExecSpec {
+        argv: vec!["sh".into(), "-c".into(), command.to_owned()],
+        cwd: cwd.to_path_buf(),
+        env: env.to_vec(),
+        stdin: None,
+        hold,
+    }
+}
+
 pub(super) async fn run_hooks(
     ctx: &mut Ctx<'_>,
     sandbox: &dyn Sandbox,
@@ -111,13 +127,7 @@ pub(super) async fn run_hooks(
     let cancel = ctx.control.cancel.clone();
     for command in commands {
         ctx.phase("hooks", format!("{stage}: {command}"));
-        let spec = ExecSpec {
-            argv: vec!["sh".into(), "-c".into(), command.clone()],
-            cwd: cwd.to_path_buf(),
-            env: env.to_vec(),
-            stdin: None,
-            hold: ctx.hold,
-        };
+        let spec = shell_spec(command, cwd, env, ctx.hold);
         match run_to_end(sandbox, spec, timeout, &cancel).await? {
             None => {
                 return Err(RunError::HookTimeout {

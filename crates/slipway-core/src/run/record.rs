@@ -221,6 +221,7 @@ impl RunRecord {
             kept_refs: Vec::new(),
             import: None,
             sensitive_changes: Vec::new(),
+            check: None,
             quarantined: Vec::new(),
             warnings: Vec::new(),
             mounts: Vec::new(),

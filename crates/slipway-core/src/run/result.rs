@@ -106,6 +106,9 @@ pub struct RunResult {
     /// shell config), for the user to read before their tools do.
     #[serde(default)]
     pub sensitive_changes: Vec<crate::review::sensitive::SensitiveChange>,
+    /// What the check after the agent found (`--check`), when one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<super::CheckResult>,
     /// What the check after the run moved aside or found (nested `.git`
     /// entries, symlinks leaving the checkout, new gitlinks, refused entries).
     #[serde(default)]

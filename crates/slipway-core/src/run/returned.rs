@@ -218,6 +218,7 @@ fn import_bundle(
     staging: &Path,
     run_id: &str,
 ) -> Result<Imported, ApplyError> {
+    let _turn = crate::git::queue::turn(host.common_dir());
     let store = staging.join("git");
     let repo =
         Repository::init_bare(&store).map_err(|e| bad("cannot make the staging store", e))?;

@@ -382,6 +382,10 @@ pub struct RunRequest {
     /// Budgets.
     #[serde(default, skip_serializing_if = "Budgets::is_empty")]
     pub budgets: Budgets,
+    /// A command run in the sandbox after the agent ends (tests, a linter);
+    /// its exit status and output tail go into the result as `check`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ pub fn close_locked(
     force: bool,
     _lock: &BranchLock,
 ) -> Result<CloseOutcome, CloseError> {
+    let _turn = crate::git::queue::turn(host.common_dir());
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
     let preserved =

@@ -29,6 +29,7 @@ pub fn create_locked(
     lock: &BranchLock,
 ) -> Result<Created, CreateError> {
     copy::check_patterns(&request.copy).map_err(CreateError::BadCopyPattern)?;
+    let _turn = crate::git::queue::turn(host.common_dir());
     let branch = lock.branch().to_owned();
     let id = naming::dir_name(&branch);
     let path = worktrees_dir(host).join(&id);
