@@ -251,6 +251,14 @@ fn payloads(world: &World) -> Vec<Payload> {
                  t=$(printf '100644|README.md|%s\\n40000|src|%s\\n' $readme $s | mkt)\n"
             ),
         },
+        // A tree that a blob entry names is walked and checked as a tree.
+        Payload {
+            rule: "hasDotgit",
+            tree: format!(
+                "{inner}d=$(printf '40000|.git|%s\\n' $g | mkt)\n{}",
+                root_with("100644|NOTES.txt|$d")
+            ),
+        },
         Payload {
             rule: "hasDotdot",
             tree: format!(

@@ -4,6 +4,10 @@
 //!
 //!   cargo bench -p slipway-core --bench import_bench [-- ROUNDS]
 //!
+//! The agent's objects are loose, as its commits write them. The fixture goes
+//! where `TMPDIR` points: put it on a journaled filesystem (the README's
+//! `benches/import_bench.py` mounts one).
+//!
 //! Prints the median and the spread (lowest–highest round) of each, and the
 //! ratio of the medians. Needs the git CLI (to build the fixture and as the peer).
 
@@ -102,8 +106,36 @@ fn fixture(root: &Path) -> (PathBuf, PathBuf, String) {
         }
     }
     fast_import(&private, &stream);
+    loosen(&private);
     let tip = git(&private, &["rev-parse", "refs/heads/agent"]);
     (host, private, tip)
+}
+
+/// Turns the pack fast-import wrote into loose objects, as an agent's own
+/// `git commit`s leave them in its private git dir.
+fn loosen(repo: &Path) {
+    let packs = repo.join(".git/objects/pack");
+    let aside = repo.join("packs-aside");
+    std::fs::create_dir_all(&aside).expect("a folder for the packs");
+    for entry in std::fs::read_dir(&packs).expect("the pack folder") {
+        let path = entry.expect("a pack folder entry").path();
+        let to = aside.join(path.file_name().expect("a file name"));
+        std::fs::rename(&path, &to).expect("move the pack aside");
+    }
+    for entry in std::fs::read_dir(&aside).expect("the packs") {
+        let path = entry.expect("a pack").path();
+        if path.extension().is_some_and(|e| e == "pack") {
+            let pack = std::fs::File::open(&path).expect("open the pack");
+            let ok = Command::new("git")
+                .current_dir(repo)
+                .args(["unpack-objects", "-q"])
+                .stdin(pack)
+                .status()
+                .expect("git unpack-objects");
+            assert!(ok.success());
+        }
+    }
+    std::fs::remove_dir_all(&aside).expect("remove the packs");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -25,6 +25,8 @@ export const COMMANDS = [
   'slipway.log',
   'slipway.seen',
   'slipway.trust',
+  'slipway.attempts',
+  'slipway.landAttempt',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 

@@ -309,69 +309,98 @@ pub fn copy_objects(
     let mut pack = super::pack_out::PackOut::default();
     let mut written = 0usize;
     let mut seen: HashSet<Oid> = HashSet::new();
+    // Plain blobs are most of an import and need nothing from each other:
+    // they are read, hashed and compressed on several threads after the walk.
+    let mut blobs: Vec<Oid> = Vec::new();
     let mut todo = vec![Link::to(tip)];
-    while let Some(Link {
-        id,
-        blob,
-        gitmodules,
-    }) = todo.pop()
-    {
-        if !seen.insert(id) {
-            continue;
-        }
-        if host_odb.exists(id) {
-            // A `.gitmodules` a new tree names is checked even when the blob
-            // is old: the new tree gives it the name git acts on.
+    loop {
+        while let Some(Link {
+            id,
+            blob,
+            gitmodules,
+        }) = todo.pop()
+        {
+            if !seen.insert(id) {
+                continue;
+            }
+            if host_odb.exists(id) {
+                // A `.gitmodules` a new tree names is checked even when the blob
+                // is old: the new tree gives it the name git acts on.
+                if gitmodules {
+                    check_gitmodules_blob(&host_odb, id)?;
+                }
+                continue;
+            }
+            if blob && !gitmodules {
+                blobs.push(id);
+                continue;
+            }
             if gitmodules {
-                check_gitmodules_blob(&host_odb, id)?;
+                // Refused before it is read whole.
+                check_gitmodules_size(&private, id)?;
             }
-            continue;
-        }
-        if gitmodules {
-            // Refused before it is read whole.
-            check_gitmodules_size(&private, id)?;
-        }
-        // Only a tree entry can name a blob: nothing else pays for a header read.
-        if blob && !gitmodules && stream_big_blob(&private, &host_odb, id)? {
+            let object = private.read(id).map_err(|_| ImportError::Missing { id })?;
+            let kind = object.kind();
+            let data = object.data();
+            let actual = Oid::hash_object(kind, data)?;
+            if actual != id {
+                return Err(ImportError::Mismatch { id, actual });
+            }
+            match kind {
+                ObjectType::Commit => {
+                    let (tree, parents) = super::fsck::check_commit(id, data)?;
+                    todo.push(Link::to(tree));
+                    todo.extend(parents.into_iter().map(Link::to));
+                }
+                ObjectType::Tree => {
+                    for entry in super::fsck::check_tree(id, data)? {
+                        // Submodule commits are not objects of this repository.
+                        if !entry.is_gitlink() {
+                            todo.push(Link {
+                                id: entry.id,
+                                blob: entry.is_blob(),
+                                gitmodules: entry.gitmodules,
+                            });
+                        }
+                    }
+                }
+                ObjectType::Tag => todo.push(Link::to(super::fsck::check_tag(id, data)?)),
+                ObjectType::Blob if gitmodules => super::fsck::check_gitmodules(id, data)?,
+                _ => {}
+            }
+            if data.len() > PACK_OBJECT_LIMIT {
+                // One loose object: the pack would hold it in memory twice.
+                host_odb.write(kind, data)?;
+            } else {
+                pack.push(kind, data)?;
+            }
             written += 1;
-            continue;
         }
-        let object = private.read(id).map_err(|_| ImportError::Missing { id })?;
-        let kind = object.kind();
-        let data = object.data();
-        let actual = Oid::hash_object(kind, data)?;
-        if actual != id {
-            return Err(ImportError::Mismatch { id, actual });
-        }
-        match kind {
-            ObjectType::Commit => {
-                let (tree, parents) = super::fsck::check_commit(id, data)?;
-                todo.push(Link::to(tree));
-                todo.extend(parents.into_iter().map(Link::to));
-            }
-            ObjectType::Tree => {
-                for entry in super::fsck::check_tree(id, data)? {
-                    // Submodule commits are not objects of this repository.
-                    if !entry.is_gitlink() {
-                        todo.push(Link {
-                            id: entry.id,
-                            blob: entry.is_blob(),
-                            gitmodules: entry.gitmodules,
-                        });
+        for blob in read_blobs(path, &std::mem::take(&mut blobs))? {
+            match blob {
+                BlobRead::Packed(entry) => pack.push_encoded(entry)?,
+                BlobRead::NotBlob(id) => {
+                    // A tree calls it a blob; it is walked and checked as what it is.
+                    seen.remove(&id);
+                    todo.push(Link::to(id));
+                    continue;
+                }
+                BlobRead::Big(id) => {
+                    if !stream_big_blob(&private, &host_odb, id)? {
+                        let object = private.read(id).map_err(|_| ImportError::Missing { id })?;
+                        let actual = Oid::hash_object(object.kind(), object.data())?;
+                        if actual != id {
+                            return Err(ImportError::Mismatch { id, actual });
+                        }
+                        host_odb.write(object.kind(), object.data())?;
                     }
                 }
             }
-            ObjectType::Tag => todo.push(Link::to(super::fsck::check_tag(id, data)?)),
-            ObjectType::Blob if gitmodules => super::fsck::check_gitmodules(id, data)?,
-            _ => {}
+            written += 1;
         }
-        if data.len() > PACK_OBJECT_LIMIT {
-            // One loose object: the pack would hold it in memory twice.
-            host_odb.write(kind, data)?;
-        } else {
-            pack.push(kind, data)?;
+        if todo.is_empty() {
+            break;
         }
-        written += 1;
     }
     pack.write_into(&host_odb)?;
     host_odb.refresh()?;
@@ -379,6 +408,50 @@ pub fn copy_objects(
         return Err(ImportError::Missing { id: tip });
     }
     Ok(written)
+}
+
+/// A blob the walk found, read on a worker thread.
+enum BlobRead {
+    /// Checked against its id and compressed as a pack entry.
+    Packed(super::pack_out::Encoded),
+    /// Larger than [`PACK_OBJECT_LIMIT`]: copied afterwards by a stream.
+    Big(Oid),
+    /// Not a blob whatever the tree says: read again as what it is.
+    NotBlob(Oid),
+}
+
+/// Reads, hashes and compresses `ids` (blobs, as their trees name them) on a
+/// few threads, each with its own handle on the private store at `objects`.
+fn read_blobs(objects: &str, ids: &[Oid]) -> Result<Vec<BlobRead>, ImportError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    crate::parallel::map_runs(
+        ids,
+        || {
+            let odb = Odb::new()?;
+            odb.add_disk_alternate(objects)?;
+            Ok::<_, ImportError>((odb, super::pack_out::Encoder::default()))
+        },
+        |(odb, encoder), &id| {
+            match odb.read_header(id) {
+                Ok((size, ObjectType::Blob)) if size > PACK_OBJECT_LIMIT => {
+                    return Ok(BlobRead::Big(id));
+                }
+                Ok((_, ObjectType::Blob)) => {}
+                Ok(_) => return Ok(BlobRead::NotBlob(id)),
+                Err(_) => return Err(ImportError::Missing { id }),
+            }
+            let object = odb.read(id).map_err(|_| ImportError::Missing { id })?;
+            let actual = Oid::hash_object(object.kind(), object.data())?;
+            if actual != id {
+                return Err(ImportError::Mismatch { id, actual });
+            }
+            Ok(BlobRead::Packed(
+                encoder.encode(object.kind(), object.data())?,
+            ))
+        },
+    )
 }
 
 /// Checks a `.gitmodules` blob the host already holds (see [`copy_objects`]).

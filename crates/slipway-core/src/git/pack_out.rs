@@ -6,17 +6,21 @@
 use git2::{ObjectType, Odb};
 
 /// Objects queued for one pack, compressed as they come.
+#[derive(Default)]
 pub struct PackOut {
     body: Vec<u8>,
     count: u32,
+    encoder: Encoder,
+}
+
+/// Compresses objects into pack entries; one per thread.
+pub struct Encoder {
     compressor: libdeflater::Compressor,
 }
 
-impl Default for PackOut {
+impl Default for Encoder {
     fn default() -> Self {
-        PackOut {
-            body: Vec::new(),
-            count: 0,
+        Encoder {
             // Speed over size (the user's next `git gc` repacks anyway), but
             // level 1, not libdeflate's 0, which stores without compressing.
             compressor: libdeflater::Compressor::new(
@@ -26,19 +30,24 @@ impl Default for PackOut {
     }
 }
 
-impl PackOut {
-    /// How many objects are queued.
-    pub fn len(&self) -> usize {
-        self.count as usize
+/// One whole object as a pack entry: its type and size header, then its
+/// compressed bytes. Entries are independent, so they may be made anywhere.
+pub struct Encoded(Vec<u8>);
+
+impl Encoder {
+    /// The pack entry of one object.
+    pub fn encode(&mut self, kind: ObjectType, data: &[u8]) -> Result<Encoded, git2::Error> {
+        let mut out = Vec::new();
+        self.append(kind, data, &mut out)?;
+        Ok(Encoded(out))
     }
 
-    /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// Queues one object.
-    pub fn push(&mut self, kind: ObjectType, data: &[u8]) -> Result<(), git2::Error> {
+    fn append(
+        &mut self,
+        kind: ObjectType,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), git2::Error> {
         let type_bits: u8 = match kind {
             ObjectType::Commit => 1,
             ObjectType::Tree => 2,
@@ -55,19 +64,46 @@ impl PackOut {
         let mut byte = (type_bits << 4) | (size & 0x0f) as u8;
         size >>= 4;
         while size > 0 {
-            self.body.push(byte | 0x80);
+            out.push(byte | 0x80);
             byte = (size & 0x7f) as u8;
             size >>= 7;
         }
-        self.body.push(byte);
-        let start = self.body.len();
-        self.body
-            .resize(start + self.compressor.zlib_compress_bound(data.len()), 0);
+        out.push(byte);
+        let start = out.len();
+        out.resize(start + self.compressor.zlib_compress_bound(data.len()), 0);
         let written = self
             .compressor
-            .zlib_compress(data, &mut self.body[start..])
+            .zlib_compress(data, &mut out[start..])
             .map_err(|e| git2::Error::from_str(&format!("cannot compress an object: {e:?}")))?;
-        self.body.truncate(start + written);
+        out.truncate(start + written);
+        Ok(())
+    }
+}
+
+impl PackOut {
+    /// How many objects are queued.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Queues one object.
+    pub fn push(&mut self, kind: ObjectType, data: &[u8]) -> Result<(), git2::Error> {
+        self.encoder.append(kind, data, &mut self.body)?;
+        self.counted()
+    }
+
+    /// Queues an entry an [`Encoder`] made.
+    pub fn push_encoded(&mut self, entry: Encoded) -> Result<(), git2::Error> {
+        self.body.extend_from_slice(&entry.0);
+        self.counted()
+    }
+
+    fn counted(&mut self) -> Result<(), git2::Error> {
         self.count = self
             .count
             .checked_add(1)
