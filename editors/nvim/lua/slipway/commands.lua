@@ -833,15 +833,26 @@ function flows.log(args)
     local r = async.select(listed, {
       prompt = 'slipway: log of run',
       kind = 'slipway.run',
-      format_item = function(r)
-        local branch = (r.branch and r.branch ~= vim.NIL) and r.branch or ''
-        local agent = type(r.agent) == 'table' and r.agent.type or r.agent
-        return ('%s  %s  %s  %s'):format(r.runId, tostring(r.status), branch, tostring(agent or ''))
-      end,
+      format_item = require('slipway.activity').row,
     })
     run_id = r.runId
   end
   return require('slipway.log').open(root, run_id)
+end
+
+--- `runs`: the runs of the repository in the `slipway://runs` buffer, each
+--- with its latest step, elapsed time, tokens and cost (kept up to date while open).
+function flows.runs(_)
+  -- While a run works in a worktree its `.git` file names the run's own git
+  -- dir, so the status cache knows the host better than the files do.
+  local repo = require('slipway.status').lookup()
+  local root = repo and util.present(repo.root) or need_root()
+  local listed = lsp.must(root, 'slipway.runs', { root = root }).runs or {}
+  if #listed == 0 then
+    util.notify('no runs in ' .. root)
+    return listed
+  end
+  return { buf = require('slipway.activity').show(root, listed), runs = listed }
 end
 
 --- `details`: every message in full, in the `slipway://details` buffer.
@@ -865,6 +876,7 @@ M.keys = {
   review = { 'worktree=' },
   land = { 'worktree=', 'how=', 'into=', 'message=' },
   discard = { 'worktree=' },
+  runs = {},
   log = { 'run=' },
   close = { 'worktree=' },
   cancel = { 'run=' },
@@ -873,8 +885,15 @@ M.keys = {
 }
 
 --- What a bare word is, per subcommand (the rest: a worktree).
-local positional =
-  { cancel = 'run', log = 'run', workspace = 'workspace', list = false, problems = false, details = false }
+local positional = {
+  cancel = 'run',
+  log = 'run',
+  workspace = 'workspace',
+  list = false,
+  problems = false,
+  details = false,
+  runs = false,
+}
 
 --- The root for completion: the current buffer's repository, without waiting.
 local function completion_root()

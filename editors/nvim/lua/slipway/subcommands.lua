@@ -12,6 +12,7 @@ return {
   'review',
   'land',
   'discard',
+  'runs',
   'log',
   'close',
   'cancel',
