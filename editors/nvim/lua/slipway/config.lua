@@ -14,6 +14,7 @@
 ---@class slipway.SandboxSpec
 ---@field type string `none`, `docker` or `docker-isolated`
 ---@field image? string
+---@field network? string the container's docker network (`none`, `bridge`, a network name); default the engine's
 
 ---@class slipway.StatuslineOpts
 ---@field icon? string put before the worktree's branch

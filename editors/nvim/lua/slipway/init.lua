@@ -81,6 +81,8 @@ M.runs = sub('runs')
 M.log = sub('log')
 --- `:Slipway details`: every message in full.
 M.details = sub('details')
+--- `:Slipway stop`: end the interactive agent `:Slipway agent` started, waiting for its exit.
+M.stop = sub('stop')
 --- `:Slipway close`: close a worktree; force is offered after showing what would be lost.
 M.close = sub('close')
 --- `:Slipway cancel`: stop a run.

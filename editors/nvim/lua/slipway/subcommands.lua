@@ -14,6 +14,7 @@ return {
   'discard',
   'runs',
   'log',
+  'stop',
   'close',
   'cancel',
   'problems',
