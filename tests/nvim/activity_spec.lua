@@ -121,3 +121,34 @@ H.test('a row of the runs view: elapsed time, tokens, cost and step', function()
   H.eq(activity.elapsed_text(3725), '1h02m', 'hours')
   H.eq(activity.usage_text({ step = 'x' }), nil, 'no usage reported: none shown')
 end)
+
+H.test('a new handoff in a worktree drops the done mark of its earlier run', function()
+  local repo = H.repo()
+  local dir = vim.fs.dirname(repo)
+  -- The second run waits for the gate: its end cannot come before the check.
+  local gated = ([[
+if [ "$SLIPWAY_PROMPT" = second ]; then
+  while [ ! -e '%s/gate' ]; do sleep 0.1; done # allow-sleep: the agent polls for the test's gate file
+fi
+echo fine
+]]):format(dir)
+  vim.g.slipway = vim.tbl_extend(
+    'force',
+    vim.g.slipway,
+    { agent = { type = 'command', command = { 'sh', H.script(dir .. '/ok.sh', gated) } } }
+  )
+  vim.cmd.cd(repo)
+  local ok, created = H.slipway('new', { strategy = 'branch', branch = 'again', source = 'host_head' })
+  H.ok(ok, 'created')
+  H.slipway('handoff', { prompt = 'first' })
+  H.wait_note('completed', 60000)
+  H.wait(function()
+    return require('slipway').statusline() == '⎇ again ✓'
+  end, 'done after the first run')
+  local from = #H.notes
+  ok = H.slipway('handoff', { prompt = 'second' })
+  H.ok(ok, 'second handoff')
+  H.not_contains(require('slipway').statusline(created.path), '✓', 'the first run is no longer news')
+  H.write(dir .. '/gate', '')
+  H.wait_note('completed', 60000, from)
+end)

@@ -158,7 +158,7 @@ H.test('cancel stops a run; the status line clears its running mark', function()
   H.wait(function()
     return require('slipway').statusline() == '⎇ stall ⟳ stalling'
   end, 'running mark and the latest step')
-  H.script_select({ { kind = 'slipway.run', choose = started.runId } })
+  H.script_select({ { kind = 'slipway.run', choose = started.runId .. '  stall  · stalling' } })
   vim.cmd('Slipway cancel')
   local note = H.wait_note('cancelled:', 30000)
   H.eq(note.level, vim.log.levels.WARN, 'cancelled is a warning')

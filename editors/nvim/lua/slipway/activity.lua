@@ -72,6 +72,17 @@ function M.on_finished(p)
   M.redraw_view()
 end
 
+--- A new run in the worktree at `path`: the end of its earlier one is old news.
+---@param path string
+function M.forget_done(path)
+  local dir = util.realpath(path)
+  for id, d in pairs(M.done) do
+    if d.worktreePath and util.realpath(d.worktreePath) == dir then
+      M.done[id] = nil
+    end
+  end
+end
+
 --- The latest step of run `run_id`, or nil.
 ---@param run_id string?
 ---@return string?

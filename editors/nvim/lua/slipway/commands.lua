@@ -391,6 +391,7 @@ function flows.handoff(args)
   end
   if w.path then
     require('slipway.status').claim(w.path)
+    require('slipway.activity').forget_done(w.path)
   end
   util.notify(
     ('run %s started on %s (:Slipway log %s)\nit goes on if you close the editor; :Slipway cancel stops it'):format(
@@ -698,7 +699,8 @@ function flows.cancel(args)
       prompt = 'slipway: cancel run',
       kind = 'slipway.run',
       format_item = function(r)
-        return ('%s  %s'):format(r.runId, r.branch ~= vim.NIL and r.branch or '')
+        local step = require('slipway.activity').step(r.runId)
+        return ('%s  %s%s'):format(r.runId, r.branch ~= vim.NIL and r.branch or '', step and ('  · ' .. step) or '')
       end,
     })
     run_id, root = r.runId, r.root or root
