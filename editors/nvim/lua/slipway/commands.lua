@@ -37,6 +37,12 @@ end
 --- The host repository of the current buffer (or cwd); ends the flow outside one.
 ---@return string
 local function need_root()
+  -- While a run works in a worktree, its `.git` file names the run's private
+  -- git dir: the status cache knows the worktree's host better than the files.
+  local repo, w = require('slipway.status').lookup()
+  if repo and w and util.present(repo.root) then
+    return util.realpath(repo.root)
+  end
   local root = util.repo_root()
   if not root then
     async.fail('not inside a git repository (' .. util.current_path() .. ')')
@@ -908,10 +914,7 @@ end
 --- `runs`: the runs of the repository in the `slipway://runs` buffer, each
 --- with its latest step, elapsed time, tokens and cost (kept up to date while open).
 function flows.runs(_)
-  -- While a run works in a worktree its `.git` file names the run's own git
-  -- dir, so the status cache knows the host better than the files do.
-  local repo = require('slipway.status').lookup()
-  local root = repo and util.present(repo.root) or need_root()
+  local root = need_root()
   local listed = lsp.must(root, 'slipway.runs', { root = root }).runs or {}
   if #listed == 0 then
     util.notify('no runs in ' .. root)
