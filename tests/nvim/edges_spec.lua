@@ -206,7 +206,7 @@ H.test('a handoff does not flag the worktree the user works in as preserved', fu
     local _, w = require('slipway').status(created.path)
     return w and (w.changedFiles or 0) >= 2
   end, 'a later status push')
-  H.eq(require('slipway').statusline(), '⎇ mine*', 'no ⚠ in the status line')
+  H.eq(require('slipway').statusline(), '⎇ mine* ✓', 'no ⚠ in the status line (the run is done)')
   H.eq(H.slipway_diagnostics(), {}, 'no dirty-preserved-worktree diagnostics')
   local list = vim.fn.getcompletion('Slipway close ', 'cmdline')
   H.ok(vim.tbl_contains(list, 'mine'), 'still a worktree')

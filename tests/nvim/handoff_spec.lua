@@ -102,9 +102,9 @@ H.test('handoff: the command agent commits on the branch; status line before, du
   H.eq(finished_events[1].status, 'completed', 'event data carries the status')
   H.eq(#finished_events[1].commits, 2, 'event data carries the commits')
 
-  -- After the run.
+  -- After the run: done, until the runs view shows it.
   H.wait(function()
-    return require('slipway').statusline() == '⎇ agent/work'
+    return require('slipway').statusline() == '⎇ agent/work ✓'
   end, 'status line after the run')
   H.wait(function()
     for _, p in ipairs(progress) do
@@ -156,16 +156,16 @@ H.test('cancel stops a run; the status line clears its running mark', function()
   ok, started = H.slipway('handoff', { prompt = 'wait forever' })
   H.ok(ok and started.runId, 'handoff started')
   H.wait(function()
-    return require('slipway').statusline() == '⎇ stall ⟳'
-  end, 'running mark')
-  H.script_select({ { kind = 'slipway.run', choose = started.runId } })
+    return require('slipway').statusline() == '⎇ stall ⟳ stalling'
+  end, 'running mark and the latest step')
+  H.script_select({ { kind = 'slipway.run', choose = started.runId .. '  stall  · stalling' } })
   vim.cmd('Slipway cancel')
   local note = H.wait_note('cancelled:', 30000)
   H.eq(note.level, vim.log.levels.WARN, 'cancelled is a warning')
   H.contains(note.msg, started.runId, 'names the run')
   H.wait(function()
-    return require('slipway').statusline() == '⎇ stall'
-  end, 'running mark gone')
+    return require('slipway').statusline() == '⎇ stall ✗'
+  end, 'running mark gone, the run marked as not completed')
   H.ok(H.exists(created.path), 'the worktree stays')
 end)
 

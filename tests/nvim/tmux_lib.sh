@@ -32,3 +32,17 @@ tmux_repo() {
   git -C "$repo" add README.md
   git -C "$repo" commit -q -m initial
 }
+
+# The screen of $session, and waits on it (after tmux_setup).
+screen() { tmux -S "$socket" capture-pane -p -t "$session"; }
+# Waits (60 s at most) until the command "$@" succeeds.
+wait_for() {
+  local i
+  for i in $(seq 1 300); do
+    "$@" && return 0
+    sleep 0.2 # allow-sleep: the poll interval of a wait for the screen or a file
+  done
+  return 1
+}
+on_screen() { screen | grep -qF -- "$1"; }
+wait_screen() { wait_for on_screen "$1"; }

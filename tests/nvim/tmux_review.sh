@@ -32,18 +32,6 @@ vim.o.swapfile = false
 vim.g.slipway = { cmd = { '$SLIPWAY_BIN', 'lsp' } }
 LUA
 
-screen() { tmux -S "$socket" capture-pane -p -t "$session"; }
-# Waits (60 s at most) until the command "$@" succeeds.
-wait_for() {
-  local i
-  for i in $(seq 1 300); do
-    "$@" && return 0
-    sleep 0.2 # allow-sleep: the poll interval of a wait for the screen or a file
-  done
-  return 1
-}
-on_screen() { screen | grep -qF -- "$1"; }
-wait_screen() { wait_for on_screen "$1"; }
 
 tmux -S "$socket" new-session -d -s "$session" -x 160 -y 40 \
   "cd '$repo' && exec '$NVIM_BIN' -u '$work/init.lua' -i NONE" || fail "tmux new-session"

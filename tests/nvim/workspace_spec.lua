@@ -101,7 +101,11 @@ end)
 H.test('workspace: names and prompt as arguments, completion, unknown name', function()
   local subs = vim.fn.getcompletion('Slipway ', 'cmdline')
   H.ok(vim.tbl_contains(subs, 'workspace'), 'workspace is completed: ' .. vim.inspect(subs))
-  H.eq(vim.fn.getcompletion('Slipway workspace ', 'cmdline'), { 'workspace=', 'agent=', 'sandbox=', 'prompt=' }, 'keys')
+  H.eq(
+    vim.fn.getcompletion('Slipway workspace ', 'cmdline'),
+    { 'workspace=', 'agent=', 'sandbox=', 'network=', 'prompt=' },
+    'keys'
+  )
   H.ok(vim.fn.maparg('<Plug>(slipway-workspace)', 'n', false, true).lhs, '<Plug>(slipway-workspace)')
   H.eq(
     require('slipway.commands').parse('workspace', { 'duo', 'do', 'it' }),

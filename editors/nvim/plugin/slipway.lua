@@ -36,6 +36,18 @@ vim.api.nvim_create_autocmd('LspProgress', {
   end,
 })
 
+vim.api.nvim_create_autocmd('ExitPre', {
+  group = vim.api.nvim_create_augroup('slipway.quit', {}),
+  desc = 'slipway: say why :qa is refused while an interactive agent runs',
+  callback = function()
+    -- Loaded only once :Slipway agent started a terminal.
+    local terminals = package.loaded['slipway.terminals']
+    if terminals then
+      terminals.on_exit_pre()
+    end
+  end,
+})
+
 vim.api.nvim_create_autocmd('FileType', {
   group = vim.api.nvim_create_augroup('slipway.enable', {}),
   desc = 'slipway: say clearly when vim.lsp.enable("slipway") cannot find the binary',

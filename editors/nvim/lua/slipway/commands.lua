@@ -25,6 +25,7 @@ local M = {}
 ---@field workspace? string a workspace name (`workspace`)
 ---@field agent? string an agent name: overrides the type of the configured agent (`run`, `handoff`, `workspace`, `agent`)
 ---@field sandbox? string a sandbox name: overrides the type of the configured sandbox
+---@field network? string the docker network of the run's container (`none`, `bridge`, …)
 ---@field into? string the host branch to land into (`land`)
 ---@field message? string the commit message of a squash (`land`)
 ---@field on_done? fun(ok: boolean, result: any) called when the flow ends
@@ -36,6 +37,12 @@ end
 --- The host repository of the current buffer (or cwd); ends the flow outside one.
 ---@return string
 local function need_root()
+  -- While a run works in a worktree, its `.git` file names the run's private
+  -- git dir: the status cache knows the worktree's host better than the files.
+  local repo, w = require('slipway.status').lookup()
+  if repo and w and util.present(repo.root) then
+    return util.realpath(repo.root)
+  end
   local root = util.repo_root()
   if not root then
     async.fail('not inside a git repository (' .. util.current_path() .. ')')
@@ -88,6 +95,12 @@ local function sandbox_of(args)
     if type(sandbox) ~= 'table' or sandbox.type ~= args.sandbox then
       sandbox = { type = args.sandbox }
     end
+  end
+  if args.network and args.network ~= '' then
+    if type(sandbox) ~= 'table' or not tostring(sandbox.type):match('^docker') then
+      async.fail('network= is an option of the docker sandboxes: add sandbox=docker (or set the sandbox option)')
+    end
+    sandbox = vim.tbl_extend('force', sandbox, { network = args.network })
   end
   return sandbox
 end
@@ -339,10 +352,18 @@ function flows.agent(args)
   else
     vim.cmd('vnew')
   end
-  local job = vim.fn.jobstart(ic.argv, { term = true, cwd = ic.cwd or result.path })
+  local terminals = require('slipway.terminals')
+  local job = vim.fn.jobstart(ic.argv, {
+    term = true,
+    cwd = ic.cwd or result.path,
+    on_exit = function(j, code)
+      terminals.exited(j, code)
+    end,
+  })
   if job <= 0 then
     async.fail('could not start ' .. table.concat(ic.argv, ' '))
   end
+  terminals.started(w.path or result.path, job, vim.api.nvim_get_current_buf(), w.branch)
   vim.cmd('startinsert')
   return { job = job, argv = ic.argv, cwd = ic.cwd }
 end
@@ -356,6 +377,13 @@ function flows.handoff(args)
   -- The agent sees files on disk: unsaved edits of this worktree are offered a write first.
   if w.path then
     buffers.offer_write(w.path, 'hand off')
+    -- One writer per session: the interactive agent this editor started there ends first.
+    if require('slipway.terminals').of(w.path) then
+      util.notify(('ending the interactive agent in %s before the handoff'):format(w.branch))
+      async.await(function(cb)
+        require('slipway.terminals').stop(w.path, cb)
+      end)
+    end
   end
   local started, err = trust.call(root, 'slipway.handoff', {
     root = root,
@@ -369,6 +397,7 @@ function flows.handoff(args)
   end
   if w.path then
     require('slipway.status').claim(w.path)
+    require('slipway.activity').forget_done(w.path)
   end
   util.notify(
     ('run %s started on %s (:Slipway log %s)\nit goes on if you close the editor; :Slipway cancel stops it'):format(
@@ -676,7 +705,8 @@ function flows.cancel(args)
       prompt = 'slipway: cancel run',
       kind = 'slipway.run',
       format_item = function(r)
-        return ('%s  %s'):format(r.runId, r.branch ~= vim.NIL and r.branch or '')
+        local step = require('slipway.activity').step(r.runId)
+        return ('%s  %s%s'):format(r.runId, r.branch ~= vim.NIL and r.branch or '', step and ('  · ' .. step) or '')
       end,
     })
     run_id, root = r.runId, r.root or root
@@ -833,15 +863,64 @@ function flows.log(args)
     local r = async.select(listed, {
       prompt = 'slipway: log of run',
       kind = 'slipway.run',
-      format_item = function(r)
-        local branch = (r.branch and r.branch ~= vim.NIL) and r.branch or ''
-        local agent = type(r.agent) == 'table' and r.agent.type or r.agent
-        return ('%s  %s  %s  %s'):format(r.runId, tostring(r.status), branch, tostring(agent or ''))
-      end,
+      format_item = require('slipway.activity').row,
     })
     run_id = r.runId
   end
   return require('slipway.log').open(root, run_id)
+end
+
+--- `stop`: ends the interactive agent `:Slipway agent` started in a worktree
+--- (the current one, else the one named, else the only one, else a picker) and
+--- waits for its exit.
+function flows.stop(args)
+  local terminals = require('slipway.terminals')
+  local live = terminals.list()
+  if #live == 0 then
+    util.notify('no interactive agent is running')
+    return nil
+  end
+  local target
+  local wanted = args.worktree
+  local here = util.realpath(util.current_path())
+  for _, t in ipairs(live) do
+    if wanted and (t.branch == wanted or t.path == util.realpath(wanted)) then
+      target = t
+    elseif not wanted and (util.is_within(here, t.path) or vim.api.nvim_get_current_buf() == t.buf) then
+      target = t
+    end
+  end
+  if wanted and not target then
+    async.fail('no interactive agent runs in ' .. wanted)
+  end
+  if not target and #live == 1 then
+    target = live[1]
+  elseif not target then
+    target = async.select(live, {
+      prompt = 'slipway: stop the agent in',
+      kind = 'slipway.terminal',
+      format_item = function(t)
+        return ('%s  %s'):format(t.branch or '', t.path)
+      end,
+    })
+  end
+  local code = async.await(function(cb)
+    terminals.stop(target.path, cb)
+  end)
+  util.notify(('stopped the interactive agent in %s (exit %s)'):format(target.branch or target.path, tostring(code)))
+  return { path = target.path, code = code }
+end
+
+--- `runs`: the runs of the repository in the `slipway://runs` buffer, each
+--- with its latest step, elapsed time, tokens and cost (kept up to date while open).
+function flows.runs(_)
+  local root = need_root()
+  local listed = lsp.must(root, 'slipway.runs', { root = root }).runs or {}
+  if #listed == 0 then
+    util.notify('no runs in ' .. root)
+    return listed
+  end
+  return { buf = require('slipway.activity').show(root, listed), runs = listed }
 end
 
 --- `details`: every message in full, in the `slipway://details` buffer.
@@ -858,14 +937,16 @@ M.keys = {
   branch = { 'strategy=', 'branch=', 'how=' },
   open = { 'worktree=', 'how=' },
   agent = { 'worktree=', 'agent=' },
-  handoff = { 'worktree=', 'agent=', 'sandbox=', 'prompt=' },
-  run = { 'strategy=', 'branch=', 'base=', 'source=', 'agent=', 'sandbox=', 'prompt=' },
-  workspace = { 'workspace=', 'agent=', 'sandbox=', 'prompt=' },
+  handoff = { 'worktree=', 'agent=', 'sandbox=', 'network=', 'prompt=' },
+  run = { 'strategy=', 'branch=', 'base=', 'source=', 'agent=', 'sandbox=', 'network=', 'prompt=' },
+  workspace = { 'workspace=', 'agent=', 'sandbox=', 'network=', 'prompt=' },
   list = {},
   review = { 'worktree=' },
   land = { 'worktree=', 'how=', 'into=', 'message=' },
   discard = { 'worktree=' },
+  runs = {},
   log = { 'run=' },
+  stop = { 'worktree=' },
   close = { 'worktree=' },
   cancel = { 'run=' },
   problems = {},
@@ -873,8 +954,15 @@ M.keys = {
 }
 
 --- What a bare word is, per subcommand (the rest: a worktree).
-local positional =
-  { cancel = 'run', log = 'run', workspace = 'workspace', list = false, problems = false, details = false }
+local positional = {
+  cancel = 'run',
+  log = 'run',
+  workspace = 'workspace',
+  list = false,
+  problems = false,
+  details = false,
+  runs = false,
+}
 
 --- The root for completion: the current buffer's repository, without waiting.
 local function completion_root()

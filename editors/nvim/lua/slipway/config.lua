@@ -14,11 +14,14 @@
 ---@class slipway.SandboxSpec
 ---@field type string `none`, `docker` or `docker-isolated`
 ---@field image? string
+---@field network? string the container's docker network (`none`, `bridge`, a network name); default the engine's
 
 ---@class slipway.StatuslineOpts
 ---@field icon? string put before the worktree's branch
 ---@field dirty? string shown when the worktree has uncommitted changes
----@field running? string shown while an agent runs in the worktree (or, in the host, in any)
+---@field running? string shown while an agent runs in the worktree (or, in the host, in any), before its latest step
+---@field done? string shown after a run that completed, until `:Slipway runs` shows it
+---@field failed? string shown after a run that failed, timed out or was cancelled, until `:Slipway runs`
 ---@field preserved? string put before the count of dirty preserved worktrees
 
 ---@class slipway.Opts
@@ -48,6 +51,8 @@ M.defaults = {
     icon = '⎇ ',
     dirty = '*',
     running = ' ⟳',
+    done = ' ✓',
+    failed = ' ✗',
     preserved = ' ⚠',
   },
   notify_run_finished = true,

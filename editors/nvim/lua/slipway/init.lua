@@ -16,9 +16,10 @@ function M.setup(opts)
   end
 end
 
---- A short status line string from the cache fed by `slipway/status`: the
---- worktree's branch, a dirty mark, a running-agent mark, and the count of
---- dirty preserved worktrees. Never sends a request, never blocks.
+--- A short status line string from the cache fed by the sidecar: the
+--- worktree's branch, a dirty mark, the runs of the repository (running with
+--- their latest step, or done), and the count of dirty preserved worktrees.
+--- Never sends a request, never blocks.
 ---@param path? string default: the current buffer's file, else the cwd
 ---@return string
 function M.statusline(path)
@@ -74,10 +75,14 @@ M.review = sub('review')
 M.land = sub('land')
 --- `:Slipway discard`: remove a worktree and its branch, after a confirmation.
 M.discard = sub('discard')
+--- `:Slipway runs`: the runs of the repository with their latest step, elapsed time, tokens and cost.
+M.runs = sub('runs')
 --- `:Slipway log`: a buffer that follows a run's output.
 M.log = sub('log')
 --- `:Slipway details`: every message in full.
 M.details = sub('details')
+--- `:Slipway stop`: end the interactive agent `:Slipway agent` started, waiting for its exit.
+M.stop = sub('stop')
 --- `:Slipway close`: close a worktree; force is offered after showing what would be lost.
 M.close = sub('close')
 --- `:Slipway cancel`: stop a run.

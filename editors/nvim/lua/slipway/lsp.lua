@@ -123,6 +123,9 @@ function M.handlers()
     ['slipway/runFinished'] = function(_, params, ctx)
       require('slipway.runs').on_finished(ctx.client_id, params)
     end,
+    ['slipway/runActivity'] = function(_, params, ctx)
+      require('slipway.activity').on_activity(ctx.client_id, params)
+    end,
     ['slipway/log'] = function(_, params, ctx)
       require('slipway.log').on_log(ctx.client_id, params)
     end,

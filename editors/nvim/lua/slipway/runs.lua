@@ -278,6 +278,7 @@ function M.on_finished(client_id, params)
     params.root = client and client.root_dir or nil
   end
   M.finished[#M.finished + 1] = params
+  require('slipway.activity').on_finished(params)
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'SlipwayRunFinished',
     modeline = false,

@@ -200,9 +200,59 @@ function M.flagged(repo)
   return n
 end
 
+--- The runs part of the status line for `repo`: each running run with its
+--- latest step (`⟳ editing src/a.rs`), and each run that ended here since
+--- `:Slipway runs` was last shown (`✓ branch`, `✗ branch` when not completed).
+--- `w` is the worktree the status line is about: its own run needs no branch.
+---@param repo slipway.Snapshot
+---@param w? slipway.WorktreeStatus
+---@param sym slipway.StatuslineOpts
+---@return string[]
+local function run_parts(repo, w, sym)
+  local activity = require('slipway.activity')
+  local parts, others = {}, {}
+  local running_here = w and w.state == 'running'
+  for _, run in ipairs(repo.runs or {}) do
+    if run.state == 'running' then
+      local mine = running_here
+        and (run.runId == w.runId or (run.worktreePath and util.realpath(run.worktreePath) == util.realpath(w.path)))
+      if not mine then
+        others[#others + 1] = run
+      end
+    end
+  end
+  local mark = vim.trim(sym.running or ' ⟳')
+  if running_here then
+    local step = activity.step(util.present(w.runId))
+    parts[#parts + 1] = (sym.running or ' ⟳') .. (step and (' ' .. activity.cut(step, 30)) or '')
+  end
+  if #others == 1 then
+    local run = others[1]
+    local step = activity.step(run.runId)
+    local label = util.present(run.branch) or run.runId
+    parts[#parts + 1] = ' ' .. mark .. ' ' .. label .. (step and (': ' .. activity.cut(step, 30)) or '')
+  elseif #others > 1 then
+    parts[#parts + 1] = ' ' .. mark .. tostring(#others)
+  end
+  local root = repo.root and util.realpath(repo.root)
+  local ids = vim.tbl_keys(activity.done)
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    local d = activity.done[id]
+    if d.root == root then
+      local ok = d.status == 'completed'
+      local sign = ok and (sym.done or ' ✓') or (sym.failed or ' ✗')
+      local ours = w and d.worktreePath and util.realpath(d.worktreePath) == util.realpath(w.path)
+      parts[#parts + 1] = sign .. (ours and '' or (' ' .. (d.branch or id)))
+    end
+  end
+  return parts
+end
+
 --- A short status line string for the current buffer (or its cwd): the
---- worktree's branch, a dirty mark, a running-agent mark, and the count of
---- dirty preserved worktrees of the repository. Empty outside slipway's knowledge.
+--- worktree's branch, a dirty mark, its run's mark and latest step, the other
+--- runs of the repository (running, or done since `:Slipway runs`), and the
+--- count of dirty preserved worktrees. Empty outside slipway's knowledge.
 ---@param path? string
 ---@return string
 function M.statusline(path)
@@ -218,13 +268,8 @@ function M.statusline(path)
       if w.dirty then
         parts[#parts + 1] = sym.dirty or '*'
       end
-      if w.state == 'running' then
-        parts[#parts + 1] = sym.running or ' ⟳'
-      end
-    elseif (repo.running or 0) > 0 then
-      local mark = sym.running or ' ⟳'
-      parts[#parts + 1] = vim.trim(mark) .. (repo.running > 1 and tostring(repo.running) or '')
     end
+    vim.list_extend(parts, run_parts(repo, w, sym))
     local flagged = M.flagged(repo)
     if flagged > 0 then
       parts[#parts + 1] = (sym.preserved or ' ⚠') .. tostring(flagged)
