@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { RunBoard, runsStatusView } from '../../src/activity';
-import { runNodeView } from '../../src/model';
-import { type Fixture, makeFixture } from '../fixtures';
+import { runFinishedView, runNodeView } from '../../src/model';
+import { type Fixture, makeFixture, writeCommittingAgent } from '../fixtures';
 import { Session } from './harness';
 
 /** An agent that says a step, waits for the test's gate file, says the next, and so on. */
@@ -91,5 +91,28 @@ describe('slipway/runActivity: what a running agent is doing', () => {
     assert.equal(last?.activity.step, 'editing app.txt');
     board.finished(done, Date.now() / 1000);
     assert.equal(runsStatusView(board.of(fx.repo), Date.now() / 1000).text, '$(check) feature/activity: done');
+  });
+
+  it("counts every commit a merge back brought home: the worktree's own and the run's", async () => {
+    const created = await session.api.createWorktree({ root: fx.repo, strategy: 'merge-to-head' });
+    // The person's own commit in the worktree (an interactive session's), then a hand-off.
+    fs.writeFileSync(path.join(created.path, 'mine.txt'), 'mine\n');
+    fx.git(created.path, 'add', 'mine.txt');
+    fx.git(created.path, 'commit', '-q', '-m', 'my commit');
+    const mine = fx.rev('HEAD', created.path);
+    const agent = writeCommittingAgent(fx.dir, 1, 'one-commit.sh');
+    const { runId } = await session.api.handoff({
+      root: fx.repo,
+      worktree: created.id,
+      agent: { type: 'command', command: ['sh', agent] },
+      sandbox: { type: 'none' },
+      prompt: 'one more',
+    });
+    const done = await session.runFinished(runId);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal(done.commits.length, 1);
+    assert.equal(done.mergedInto, 'main');
+    assert.deepEqual(done.mergedCommits?.map((c) => c.sha), [mine, done.commits[0].sha]);
+    assert.match(runFinishedView(done).message, /: 2 commits merged into main$/);
   });
 });
