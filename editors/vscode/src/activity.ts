@@ -4,6 +4,18 @@
 
 import type { Activity, RunActivityNotification, RunFinished, RunInfo, RunStatus, StatusNotification } from './protocol';
 
+/** Seconds since the epoch of a `RunInfo` time (a number, or an RFC 3339 string). */
+export function epochSeconds(t: number | string | null): number | undefined {
+  if (typeof t === 'number') {
+    return t > 1e12 ? t / 1000 : t;
+  }
+  if (typeof t === 'string' && t !== '') {
+    const ms = Date.parse(t);
+    return Number.isNaN(ms) ? undefined : ms / 1000;
+  }
+  return undefined;
+}
+
 /** "950", "12.3k", "4.1M": a token count short enough for a status bar. */
 export function formatTokens(n: number): string {
   if (n < 1000) {
@@ -161,10 +173,7 @@ export class RunBoard {
       }
       const r = this.touch(info.runId, root, now);
       r.branch = info.branch ?? r.branch;
-      const started = typeof info.startedAt === 'number' ? info.startedAt : undefined;
-      if (started !== undefined) {
-        r.startedAt = started > 1e12 ? started / 1000 : started;
-      }
+      r.startedAt = epochSeconds(info.startedAt) ?? r.startedAt;
       if (r.activity === undefined && info.activity) {
         r.activity = info.activity;
       }

@@ -2,7 +2,9 @@
 // the sidecar's answers and notifications. No `vscode` import, so node:test covers it.
 
 import * as path from 'node:path';
-import { activityTooltip, formatElapsed, shortStep, usageParts } from './activity';
+import { activityTooltip, epochSeconds, formatElapsed, shortStep, usageParts } from './activity';
+
+export { epochSeconds };
 import type {
   Activity,
   Agent,
@@ -512,18 +514,6 @@ export function diffFileView(f: DiffFile): TreeItemView {
     icon: f.sensitive ? 'warning' : (STATUS_ICON_OF[f.status] ?? 'file'),
     contextValue: 'slipway.file',
   };
-}
-
-/** Seconds since the epoch of a `RunInfo` time (a number, or an RFC 3339 string). */
-export function epochSeconds(t: number | string | null): number | undefined {
-  if (typeof t === 'number') {
-    return t > 1e12 ? t / 1000 : t;
-  }
-  if (typeof t === 'string' && t !== '') {
-    const ms = Date.parse(t);
-    return Number.isNaN(ms) ? undefined : ms / 1000;
-  }
-  return undefined;
 }
 
 function nameOf(x: string | { type: string } | null): string {

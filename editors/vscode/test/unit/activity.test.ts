@@ -92,6 +92,8 @@ describe('the board of runs: the latest activity per run', () => {
     board.known('/r', [running({ activity: activity({ step: 'older step' }) })], NOW + 2);
     assert.equal(board.get('run-1-a')?.startedAt, NOW - 185);
     assert.equal(board.get('run-1-a')?.activity?.step, 'live step');
+    board.known('/r', [running({ runId: 'run-5-e', startedAt: '1970-01-01T00:16:40Z' })], NOW);
+    assert.equal(board.get('run-5-e')?.startedAt, 1000);
     // A finished run in a status is one this window hears the end of in runFinished.
     board.status(status([{ runId: 'run-9-z', state: 'finished', branch: 'old' }]), NOW);
     assert.equal(board.get('run-9-z'), undefined);
