@@ -124,6 +124,8 @@ export interface TrackedRun {
   status?: RunStatus;
   /** When it last changed, to show the latest first. */
   changedAt: number;
+  /** A `slipway/status` has listed it: its leaving the list means it ended. */
+  listed?: boolean;
 }
 
 /**
@@ -151,16 +153,28 @@ export class RunBoard {
     return r;
   }
 
-  /** A `slipway/status`: its runs in progress are working, with their branches. */
+  /**
+   * A `slipway/status`: its runs in progress are working, with their branches. A
+   * working run it listed before and lists no more ended without a `runFinished` for
+   * this window (another window showed it): it leaves the board, its end unknown here.
+   */
   status(s: StatusNotification, now: number): void {
     for (const repo of s.repositories) {
+      const listed = new Set<string>();
       for (const summary of repo.runs ?? []) {
+        listed.add(summary.runId);
         if (summary.state !== 'running' && !this.runs.has(summary.runId)) {
           // An end this window will hear of in its runFinished.
           continue;
         }
         const r = this.touch(summary.runId, repo.root, now);
         r.branch = summary.branch ?? r.branch;
+        r.listed = true;
+      }
+      for (const [id, r] of this.runs) {
+        if (r.root === repo.root && r.state === 'working' && r.listed === true && !listed.has(id)) {
+          this.runs.delete(id);
+        }
       }
     }
   }

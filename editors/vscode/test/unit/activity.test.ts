@@ -99,6 +99,20 @@ describe('the board of runs: the latest activity per run', () => {
     assert.equal(board.get('run-9-z'), undefined);
   });
 
+  it('drops a working run a status listed and lists no more (its end went to another window), not one it never listed', () => {
+    const board = new RunBoard();
+    board.status(status([{ runId: 'run-1-a', state: 'running', branch: 'feature/x' }]), NOW);
+    // A run heard of by its activity before any status names it stays.
+    board.activity({ root: '/r', runId: 'run-2-b', activity: activity({ step: 'new' }) }, NOW);
+    board.status(status([]), NOW + 1);
+    assert.equal(board.get('run-1-a'), undefined);
+    assert.equal(board.get('run-2-b')?.state, 'working');
+    // Another repository's status leaves this one's runs alone.
+    board.status(status([{ runId: 'run-3-c', state: 'running', branch: null }]), NOW + 2);
+    board.status(status([], '/other'), NOW + 3);
+    assert.equal(board.get('run-3-c')?.state, 'working');
+  });
+
   it('marks a run done at its runFinished, lists the working first, and forgets the done once looked at', () => {
     const board = new RunBoard();
     board.activity({ root: '/r', runId: 'run-1-a', activity: activity({ step: 'a' }) }, NOW);
