@@ -872,6 +872,9 @@ async function main(): Promise<void> {
       // A fresh window (the Settings editor of the checks before overlays this one).
       await page.goto(url);
       await poll('the status bar of the fresh window', async () => (/worktrees?/.test(await item.innerText()) ? true : undefined), 60_000);
+      // The agent waits at its gate again, so the tab surely goes while it works (it
+      // used to end within the poll's interval now and then, before `running` was seen).
+      fs.rmSync(agentGate);
       await runCommand(page, 'slipway: Run Agent in New Worktree');
       await answerInput(page, 'Prompt for the run', 'while you were away');
       await answerInput(page, 'Branch for the run', 'feature/away');
@@ -892,6 +895,7 @@ async function main(): Promise<void> {
       // The tab goes while the agent works; its extension host lingers for the
       // reconnection grace with the sidecar that hears the end.
       await page.close();
+      fs.writeFileSync(agentGate, '');
       await poll('the run ended', () => (record() === 'finished' ? true : undefined), 60_000);
       const again = await context.newPage();
       await again.goto(url);
