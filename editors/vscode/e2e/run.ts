@@ -35,6 +35,7 @@ const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const STATUS_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.status"]';
 const LAND_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.land"]';
 const DISCARD_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.discard"]';
+const RUNS_ITEM = '#workbench\\.parts\\.statusbar [id="slipway.slipway.runs"]';
 const QUICK_INPUT = '.quick-input-widget';
 const WATCHDOG_MS = 600_000;
 
@@ -487,8 +488,8 @@ async function main(): Promise<void> {
       await shot(page, 'after-new-worktree.png');
     });
 
-    await check('Hand Off to Sandbox runs the command agent: notification and commits', async () => {
-      const before = fx.rev('feature/search-ui');
+    const beforeHandoff = fx.rev('feature/search-ui');
+    await check('Hand Off to Sandbox runs the command agent: cancellable progress with its step', async () => {
       await runCommand(page, 'slipway: Hand Off to Sandbox');
       await answerInput(page, 'Prompt for the unattended run on feature/search-ui', 'add two files');
       // The agent waits at its gate: the run's cancellable progress shows meanwhile.
@@ -502,6 +503,28 @@ async function main(): Promise<void> {
       const buttons = await progress.locator('.monaco-button').allInnerTexts();
       assert(buttons.includes('Cancel'), `the progress has no Cancel button: ${JSON.stringify(buttons)}`);
       await shot(page, 'run-progress.png');
+    });
+
+    const runsItem = page.locator(RUNS_ITEM);
+    await check("while the run goes, the runs item and the Runs view show its latest step (slipway/runActivity)", async () => {
+      await poll('the runs item with the step', async () =>
+        (await runsItem.innerText().catch(() => '')).includes('feature/search-ui: agent got prompt') ? true : undefined,
+      );
+      await runCommand(page, 'slipway: Show Runs');
+      const runsPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) });
+      const row = runsPane.locator('.monaco-list-row', { hasText: 'feature/search-ui' }).first();
+      await poll('the Runs row with the step', async () =>
+        /running · agent got prompt: add two files/.test((await row.innerText().catch(() => '')).replace(/\s+/g, ' ')) ? true : undefined,
+      ).catch(async (e: unknown) => {
+        await shot(page, 'run-activity-failure.png');
+        throw e;
+      });
+      await shot(page, 'run-activity.png');
+      await shot(page, 'statusbar-run-working.png', page.locator('#workbench\\.parts\\.statusbar'));
+    });
+
+    await check('the handed-off run finishes: notification, commits, the runs item says done', async () => {
+      const before = beforeHandoff;
       fs.writeFileSync(agentGate, '');
       const done = toast(page, 'slipway: run completed on feature/search-ui: 2 commits');
       await done.waitFor({ state: 'visible', timeout: 60_000 });
@@ -511,6 +534,9 @@ async function main(): Promise<void> {
       const commits = fx.git(fx.repo, 'log', '--format=%s', `${before}..feature/search-ui`).split('\n');
       assert(JSON.stringify(commits) === JSON.stringify(['agent: change 2', 'agent: change 1']), `commits: ${JSON.stringify(commits)}`);
       assert(fx.git(worktreePath, 'status', '--porcelain') === '', 'the worktree is not clean');
+      await poll('the runs item says done', async () =>
+        (await runsItem.innerText().catch(() => '')).includes('feature/search-ui: done') ? true : undefined,
+      );
     });
 
     await check('.slipway is absent from the Explorer (files.exclude default), the rest of the repository is there', async () => {
@@ -846,8 +872,9 @@ async function main(): Promise<void> {
       // A fresh window (the Settings editor of the checks before overlays this one).
       await page.goto(url);
       await poll('the status bar of the fresh window', async () => (/worktrees?/.test(await item.innerText()) ? true : undefined), 60_000);
-      // The agent waits at its gate until the tab is gone: the run ends while nobody watches.
-      fs.rmSync(agentGate, { force: true });
+      // The agent waits at its gate again, so the tab surely goes while it works (it
+      // used to end within the poll's interval now and then, before `running` was seen).
+      fs.rmSync(agentGate);
       await runCommand(page, 'slipway: Run Agent in New Worktree');
       await answerInput(page, 'Prompt for the run', 'while you were away');
       await answerInput(page, 'Branch for the run', 'feature/away');

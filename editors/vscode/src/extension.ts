@@ -3,6 +3,7 @@
 // sidecar's; this file only asks the user, sends one request, and shows the answer.
 
 import * as vscode from 'vscode';
+import { runsStatusView } from './activity';
 import {
   agentFromSettings,
   type BranchPickEntry,
@@ -62,6 +63,8 @@ class Extension implements vscode.Disposable {
   /** Land and Discard of the worktree the editor is in. */
   private readonly landItem: vscode.StatusBarItem;
   private readonly discardItem: vscode.StatusBarItem;
+  /** The runs of the current repository: working or done, with the latest step. */
+  private readonly runsItem: vscode.StatusBarItem;
   /** The worktree paths of the last status, to notice those removed since. */
   private knownWorktrees = new Set<string>();
   private view: StatusView = statusView(undefined, { paths: [] });
@@ -84,7 +87,10 @@ class Extension implements vscode.Disposable {
     this.discardItem = vscode.window.createStatusBarItem('discard', vscode.StatusBarAlignment.Left, 48);
     this.discardItem.name = 'slipway: Discard';
     this.discardItem.text = '$(trash) Discard';
-    this.disposables.push(output, this.sidecar, this.item, this.landItem, this.discardItem);
+    this.runsItem = vscode.window.createStatusBarItem('runs', vscode.StatusBarAlignment.Left, 47);
+    this.runsItem.name = 'slipway: Runs';
+    this.runsItem.command = 'slipway.showRuns';
+    this.disposables.push(output, this.sidecar, this.item, this.landItem, this.discardItem, this.runsItem);
     this.worktreesView = new WorktreesProvider(this.sidecar);
     this.runsView = new RunsProvider(this.sidecar);
     this.logs = new RunLogs(this.sidecar);
@@ -101,7 +107,11 @@ class Extension implements vscode.Disposable {
         this.closeRemovedTabs(status);
         this.render();
       }),
-      this.sidecar.onRunFinished((p) => void this.runFinished(p)),
+      this.sidecar.onRunFinished((p) => {
+        this.render();
+        void this.runFinished(p);
+      }),
+      this.sidecar.onActivity(() => this.renderRuns()),
       vscode.window.onDidChangeActiveTextEditor(() => this.render()),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.render()),
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -128,6 +138,7 @@ class Extension implements vscode.Disposable {
       ['slipway.reviewWorktree', (arg) => this.review(arg)],
       ['slipway.showRunLog', (arg) => this.showRunLog(arg)],
       ['slipway.refreshView', () => this.refreshView()],
+      ['slipway.showRuns', () => this.showRuns()],
     ];
     for (const [id, handler] of commands) {
       this.disposables.push(vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(handler, args)));
@@ -196,6 +207,7 @@ class Extension implements vscode.Disposable {
     void vscode.commands.executeCommand('setContext', 'slipway.hasWorktrees', repos.some((r) => r.worktrees.length > 0));
     void vscode.commands.executeCommand('setContext', 'slipway.runActive', repos.some((r) => r.running > 0));
     void vscode.commands.executeCommand('setContext', 'slipway.inWorktree', this.view.current !== undefined);
+    this.renderRuns();
     const current = this.sidecar.api ? this.view.current : undefined;
     for (const [item, verb, command] of [
       [this.landItem, 'Land', 'slipway.landWorktree'],
@@ -210,6 +222,26 @@ class Extension implements vscode.Disposable {
         item.hide();
       }
     }
+  }
+
+  /** The runs item, for the repository the status item is about. */
+  private renderRuns(): void {
+    const runs = this.sidecar.api ? this.sidecar.board.of(this.view.repository?.root) : [];
+    const v = runsStatusView(runs, Date.now() / 1000);
+    if (!v.visible) {
+      this.runsItem.hide();
+      return;
+    }
+    this.runsItem.text = v.text;
+    this.runsItem.tooltip = v.tooltip;
+    this.runsItem.show();
+  }
+
+  /** The runs item's click: the Runs view; the done runs have been seen and leave the item. */
+  private async showRuns(): Promise<void> {
+    await vscode.commands.executeCommand('slipway.runs.focus');
+    this.sidecar.board.clearDone(this.view.repository?.root);
+    this.renderRuns();
   }
 
   /** Editor tabs of worktrees that are gone (closed, discarded, removed from outside) close too. */

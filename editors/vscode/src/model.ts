@@ -2,7 +2,11 @@
 // the sidecar's answers and notifications. No `vscode` import, so node:test covers it.
 
 import * as path from 'node:path';
+import { activityTooltip, epochSeconds, formatElapsed, shortStep, usageParts } from './activity';
+
+export { epochSeconds };
 import type {
+  Activity,
   Agent,
   BranchInfo,
   ClosePreserved,
@@ -322,8 +326,12 @@ export interface RunFinishedView {
 
 export function runFinishedView(p: RunFinished): RunFinishedView {
   const where = p.branch ? ` on ${p.branch}` : '';
-  const n = p.commits.length;
-  const commits = `${n} commit${n === 1 ? '' : 's'}`;
+  // What landed, not only what the run made: a handed-off worktree's earlier commits
+  // come home in the same merge.
+  const merged = p.mergedCommits ?? [];
+  const n = merged.length > 0 ? merged.length : p.commits.length;
+  const into = merged.length > 0 && p.mergedInto ? ` merged into ${p.mergedInto}` : '';
+  const commits = `${n} commit${n === 1 ? '' : 's'}${into}`;
   let severity: RunFinishedView['severity'];
   let message: string;
   switch (p.status) {
@@ -508,18 +516,6 @@ export function diffFileView(f: DiffFile): TreeItemView {
   };
 }
 
-/** Seconds since the epoch of a `RunInfo` time (a number, or an RFC 3339 string). */
-export function epochSeconds(t: number | string | null): number | undefined {
-  if (typeof t === 'number') {
-    return t > 1e12 ? t / 1000 : t;
-  }
-  if (typeof t === 'string' && t !== '') {
-    const ms = Date.parse(t);
-    return Number.isNaN(ms) ? undefined : ms / 1000;
-  }
-  return undefined;
-}
-
 function nameOf(x: string | { type: string } | null): string {
   return x === null ? '' : typeof x === 'string' ? x : x.type;
 }
@@ -532,22 +528,52 @@ const RUN_ICON: Record<string, string> = {
   cancelled: 'circle-slash',
 };
 
-/** A run row of the view: branch (or id), status and age, the log's last line in the tooltip. */
-export function runNodeView(r: RunInfo, now: number = Date.now() / 1000): TreeItemView {
+/** How long a run has gone: until now while it runs, else the sidecar's `elapsedSecs`. */
+export function runElapsed(r: RunInfo, now: number): number | undefined {
+  const started = epochSeconds(r.startedAt);
+  if (r.status === 'running' && started !== undefined) {
+    return Math.max(r.elapsedSecs ?? 0, now - started);
+  }
+  if (r.elapsedSecs !== undefined) {
+    return r.elapsedSecs;
+  }
+  const ended = epochSeconds(r.endedAt);
+  return started !== undefined && ended !== undefined ? ended - started : undefined;
+}
+
+/**
+ * A run row of the view: branch (or id), status, the latest step while it runs,
+ * elapsed time and usage; everything else in the tooltip. `live` is a newer
+ * activity than the one `slipway.runs` answered (from `slipway/runActivity`).
+ */
+export function runNodeView(r: RunInfo, now: number = Date.now() / 1000, live?: Activity): TreeItemView {
   const started = epochSeconds(r.startedAt);
   const agent = nameOf(r.agent);
   const sandbox = nameOf(r.sandbox);
+  const activity = live ?? r.activity ?? undefined;
+  const running = r.status === 'running';
+  const elapsed = runElapsed(r, now);
   const parts = [r.status];
+  if (running && activity?.step) {
+    parts.push(shortStep(activity.step));
+  }
   if (agent) {
     parts.push(agent + (sandbox && sandbox !== 'none' ? ` in ${sandbox}` : ''));
   }
-  if (started !== undefined) {
+  if (running && elapsed !== undefined) {
+    parts.push(formatElapsed(elapsed));
+  } else if (started !== undefined) {
     parts.push(relativeTime(started, now));
   }
+  parts.push(...usageParts(activity));
   const tip = [r.runId, `${r.status}, ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}`];
+  if (elapsed !== undefined) {
+    tip.push(`${running ? 'running for' : 'took'} ${formatElapsed(elapsed)}`);
+  }
   if (r.worktreePath) {
     tip.push(r.worktreePath);
   }
+  tip.push(...activityTooltip(activity));
   if (r.lastLine) {
     tip.push(`last line: ${r.lastLine}`);
   }
@@ -556,7 +582,7 @@ export function runNodeView(r: RunInfo, now: number = Date.now() / 1000): TreeIt
     description: parts.join(' · '),
     tooltip: tip.join('\n'),
     icon: RUN_ICON[r.status] ?? 'circle-outline',
-    contextValue: r.status === 'running' ? 'slipway.run.running' : 'slipway.run',
+    contextValue: running ? 'slipway.run.running' : 'slipway.run',
   };
 }
 

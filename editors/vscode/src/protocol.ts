@@ -25,8 +25,6 @@ export const COMMANDS = [
   'slipway.log',
   'slipway.seen',
   'slipway.trust',
-  'slipway.attempts',
-  'slipway.landAttempt',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -485,6 +483,10 @@ export interface RunInfo {
   endedAt: number | string | null;
   iterations: number;
   lastLine: string | null;
+  /** How long it has run (until its end); absent from an older sidecar. */
+  elapsedSecs?: number;
+  /** Its agent's latest activity; null before the agent said anything. */
+  activity?: Activity | null;
 }
 
 export interface RunsResult {
@@ -533,6 +535,28 @@ export interface RepositoryStatus {
   dirtyPreserved: number;
 }
 
+/** What a run's agent is doing and has used so far (§6.6). */
+export interface Activity {
+  /** The current step in people's words; absent before the first one. */
+  step?: string;
+  /** Files its edit tools touched, sorted, at most 200. */
+  files: string[];
+  filesTouched: number;
+  turns: number;
+  toolCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Present when the agent reports a cost. */
+  costUsd?: number;
+}
+
+/** `slipway/runActivity` params. */
+export interface RunActivityNotification {
+  root: string;
+  runId: string;
+  activity: Activity;
+}
+
 /** `slipway/status` params. */
 export interface StatusNotification {
   repositories: RepositoryStatus[];
@@ -571,6 +595,10 @@ export interface RunFinished {
   actions?: Action[];
   /** Files the run's commits change that run programs on the host (§5.16). */
   sensitiveChanges?: SensitiveChange[];
+  /** The host branch the work was merged into (`merge-to-head`). */
+  mergedInto?: string | null;
+  /** Every commit the merge back brought into `mergedInto`; absent when empty. */
+  mergedCommits?: { sha: string }[];
 }
 
 /** `slipway/log` params: text appended to a followed run's log. */
@@ -588,6 +616,7 @@ export interface LogNotification {
 export const STATUS_NOTIFICATION = 'slipway/status';
 export const RUN_FINISHED_NOTIFICATION = 'slipway/runFinished';
 export const LOG_NOTIFICATION = 'slipway/log';
+export const RUN_ACTIVITY_NOTIFICATION = 'slipway/runActivity';
 
 /** The `$/progress` token of a run, and back. */
 export function progressToken(runId: string): string {

@@ -15,12 +15,16 @@ import {
   type WorkDoneProgressEnd,
   type WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
+import { progressMessage, RunBoard } from './activity';
 import { binarySearchDirs, resolveBinary } from './model';
 import {
+  type Activity,
   LOG_NOTIFICATION,
   type LogNotification,
   PROTOCOL_VERSION,
+  RUN_ACTIVITY_NOTIFICATION,
   RUN_FINISHED_NOTIFICATION,
+  type RunActivityNotification,
   type RunFinished,
   runIdOfToken,
   STATUS_NOTIFICATION,
@@ -66,6 +70,9 @@ class RunProgress {
   private reported = 0;
   private progress: vscode.Progress<{ message?: string; increment?: number }> | undefined;
   private pending: ProgressValue[] = [];
+  /** The latest step and activity: each message shows both. */
+  private step: string | undefined;
+  private latest: Activity | undefined;
 
   constructor(
     readonly runId: string,
@@ -100,7 +107,10 @@ class RunProgress {
       this.end();
       return;
     }
-    const message = value.kind === 'begin' ? 'started' : value.message;
+    if (value.kind === 'report' && value.message !== undefined) {
+      this.step = value.message;
+    }
+    const message = value.kind === 'begin' ? 'started' : progressMessage(value.message ?? this.step, this.latest);
     let increment: number | undefined;
     if (typeof value.percentage === 'number') {
       const pct = Math.max(0, Math.min(100, value.percentage));
@@ -108,6 +118,15 @@ class RunProgress {
       this.reported += increment;
     }
     this.progress.report({ message, increment });
+  }
+
+  /** A `slipway/runActivity`: its step (or the last one) with the usage so far. */
+  activity(a: Activity): void {
+    this.latest = a;
+    this.step = a.step ?? this.step;
+    if (this.progress !== undefined && !this.done) {
+      this.progress.report({ message: progressMessage(this.step, a) });
+    }
   }
 
   end(): void {
@@ -130,6 +149,11 @@ export class Sidecar implements vscode.Disposable {
   private readonly logEmitter = new vscode.EventEmitter<LogNotification>();
   /** `slipway/log`: what a followed run's log gained. */
   readonly onLog = this.logEmitter.event;
+  /** Every run's state and latest activity, kept from the notifications below. */
+  readonly board = new RunBoard();
+  private readonly activityEmitter = new vscode.EventEmitter<RunActivityNotification>();
+  /** `slipway/runActivity`, after the board took it in. */
+  readonly onActivity = this.activityEmitter.event;
   private readonly runs = new Map<string, RunProgress>();
   private readonly disposables: { dispose(): unknown }[] = [];
 
@@ -163,12 +187,19 @@ export class Sidecar implements vscode.Disposable {
     const client = new LanguageClient('slipway', 'slipway', serverOptions, clientOptions);
     client.onNotification(STATUS_NOTIFICATION, (params: StatusNotification) => {
       this.status = params;
+      this.board.status(params, Date.now() / 1000);
       this.statusEmitter.fire(params);
     });
     client.onNotification(RUN_FINISHED_NOTIFICATION, (params: RunFinished) => {
       this.runs.get(params.runId)?.end();
       this.runs.delete(params.runId);
+      this.board.finished(params, Date.now() / 1000);
       this.finishedEmitter.fire(params);
+    });
+    client.onNotification(RUN_ACTIVITY_NOTIFICATION, (params: RunActivityNotification) => {
+      this.board.activity(params, Date.now() / 1000);
+      this.runs.get(params.runId)?.activity(params.activity);
+      this.activityEmitter.fire(params);
     });
     client.onNotification(LOG_NOTIFICATION, (params: LogNotification) => this.logEmitter.fire(params));
     try {
@@ -274,6 +305,7 @@ export class Sidecar implements vscode.Disposable {
     this.client = undefined;
     this.api = undefined;
     this.status = undefined;
+    this.board.clear();
     this.statusEmitter.fire(undefined);
     if (client !== undefined) {
       try {
@@ -289,5 +321,6 @@ export class Sidecar implements vscode.Disposable {
     this.statusEmitter.dispose();
     this.finishedEmitter.dispose();
     this.logEmitter.dispose();
+    this.activityEmitter.dispose();
   }
 }

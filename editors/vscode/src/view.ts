@@ -129,14 +129,28 @@ export class WorktreesProvider implements vscode.TreeDataProvider<ViewNode>, vsc
   }
 }
 
-/** Runs of every watched repository, newest first (`slipway.runs`). */
+/**
+ * Runs of every watched repository, newest first (`slipway.runs`). A run's
+ * `slipway/runActivity` redraws its row only: no new `slipway.runs` a few times a second.
+ */
 export class RunsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<ViewNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscriptions: vscode.Disposable[];
+  /** The rows shown, by run id: an activity redraws the same node. */
+  private shown = new Map<string, RunNode>();
 
   constructor(private readonly sidecar: Sidecar) {
-    this.subscriptions = [sidecar.onStatus(() => this.refresh()), sidecar.onRunFinished(() => this.refresh())];
+    this.subscriptions = [
+      sidecar.onStatus(() => this.refresh()),
+      sidecar.onRunFinished(() => this.refresh()),
+      sidecar.onActivity((n) => {
+        const node = this.shown.get(n.runId);
+        if (node !== undefined) {
+          this.changed.fire(node);
+        }
+      }),
+    ];
   }
 
   refresh(): void {
@@ -150,7 +164,8 @@ export class RunsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.D
     if (n.kind !== 'run') {
       return new vscode.TreeItem('');
     }
-    const t = item(runNodeView(n.run), vscode.TreeItemCollapsibleState.None);
+    const live = n.run.status === 'running' ? this.sidecar.board.get(n.run.runId)?.activity : undefined;
+    const t = item(runNodeView(n.run, Date.now() / 1000, live), vscode.TreeItemCollapsibleState.None);
     t.id = `run:${n.run.runId}`;
     t.command = { command: 'slipway.showRunLog', title: 'Show Log', arguments: [n] };
     return t;
@@ -166,14 +181,21 @@ export class RunsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.D
       return [];
     }
     const out: ViewNode[] = [];
+    const shown = new Map<string, RunNode>();
     for (const r of repos) {
       try {
         const { runs } = await api.runs(r.root);
-        out.push(...runs.map((run): ViewNode => ({ kind: 'run', root: r.root, run })));
+        this.sidecar.board.known(r.root, runs, Date.now() / 1000);
+        for (const run of runs) {
+          const node: RunNode = { kind: 'run', root: r.root, run };
+          shown.set(run.runId, node);
+          out.push(node);
+        }
       } catch (error) {
         out.push(note(`note:runs:${r.root}`, error, 'slipway.runs'));
       }
     }
+    this.shown = shown;
     return out;
   }
 

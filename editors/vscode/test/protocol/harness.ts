@@ -12,6 +12,8 @@ import {
 import {
   LOG_NOTIFICATION,
   type LogNotification,
+  RUN_ACTIVITY_NOTIFICATION,
+  type RunActivityNotification,
   RUN_FINISHED_NOTIFICATION,
   type RunFinished,
   STATUS_NOTIFICATION,
@@ -48,6 +50,7 @@ export class Session {
   readonly statuses: StatusNotification[] = [];
   readonly finished: RunFinished[] = [];
   readonly logs: LogNotification[] = [];
+  readonly activities: RunActivityNotification[] = [];
   readonly progress: ProgressEvent[] = [];
   readonly created: (string | number)[] = [];
   readonly diagnostics = new Map<string, Diagnostic[]>();
@@ -64,6 +67,7 @@ export class Session {
     conn.onNotification(STATUS_NOTIFICATION, (p: StatusNotification) => this.push(() => this.statuses.push(p)));
     conn.onNotification(RUN_FINISHED_NOTIFICATION, (p: RunFinished) => this.push(() => this.finished.push(p)));
     conn.onNotification(LOG_NOTIFICATION, (p: LogNotification) => this.push(() => this.logs.push(p)));
+    conn.onNotification(RUN_ACTIVITY_NOTIFICATION, (p: RunActivityNotification) => this.push(() => this.activities.push(p)));
     conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; diagnostics: Diagnostic[] }) =>
       this.push(() => this.diagnostics.set(p.uri, p.diagnostics)),
     );

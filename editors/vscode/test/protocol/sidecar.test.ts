@@ -28,7 +28,9 @@ describe('slipway lsp, driven through the extension request builders', () => {
   });
 
   it('advertises every command the extension sends, protocol 1 and the names it accepts (landModes too)', () => {
-    assert.deepEqual([...(init.capabilities.executeCommandProvider?.commands ?? [])].sort(), [...COMMANDS].sort());
+    // The sidecar may offer more than this extension sends (slipway.attempts has no VS Code side yet).
+    const advertised = new Set(init.capabilities.executeCommandProvider?.commands ?? []);
+    assert.deepEqual(COMMANDS.filter((c) => !advertised.has(c)), []);
     assert.equal(init.capabilities.experimental?.slipwayProtocol, PROTOCOL_VERSION);
     const names = readVocabularies(init.capabilities.experimental);
     assert.ok(names, JSON.stringify(init.capabilities.experimental));

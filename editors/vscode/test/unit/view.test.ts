@@ -75,7 +75,9 @@ describe('the Slipway view rows', () => {
     };
     const v = runNodeView(run, 1000 + 120);
     assert.equal(v.label, 'feature/x');
-    assert.equal(v.description, 'running · command in docker · 2 minutes ago');
+    // A running run shows how long it has gone; an ended one when it started.
+    assert.equal(v.description, 'running · command in docker · 2m 00s');
+    assert.match(v.tooltip, /running for 2m 00s/);
     assert.equal(v.contextValue, 'slipway.run.running');
     assert.match(v.tooltip, /last line: agent: change 1/);
     const done = runNodeView({ ...run, status: 'failed', branch: null, agent: { type: 'codex' }, sandbox: 'none', startedAt: '1970-01-01T00:16:40Z' }, 1000);
