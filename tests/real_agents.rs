@@ -394,10 +394,11 @@ fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
         pty.screen()
     );
     pty.type_text("\r");
-    // Copilot drops an Enter that comes while it is still setting up its
-    // session (the text stays in its input box): while the model has not been
-    // asked and the input box still holds the text, Enter is pressed again
-    // (about every 2 s of checks; an Enter on an empty box does nothing there).
+    // A TUI drops an Enter that comes while it is still setting up its
+    // session (Copilot often, Codex under load: the text stays in its input
+    // box): while the model has not been asked and the input box still holds
+    // the text, Enter is pressed again (about every 2 s of checks; an Enter on
+    // an empty box does nothing in any of them).
     let mut checks = 0;
     let asked = common::lsp::wait_until(EVENT_DEADLINE, || {
         let asked = world
@@ -406,7 +407,7 @@ fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
             .iter()
             .any(|e| e.turn != Some(Turn::Side) && e.body.to_string().contains(text));
         checks += 1;
-        if !asked && agent == "copilot" && checks % 40 == 0 && input_holds(&pty.screen(), text) {
+        if !asked && checks % 40 == 0 && input_holds(agent, &pty.screen(), text) {
             pty.type_text("\r");
         }
         asked
@@ -419,11 +420,18 @@ fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
     );
 }
 
-/// Whether Copilot's input box (a line starting with its `┃` border) holds `text`.
-fn input_holds(screen: &str, text: &str) -> bool {
+/// Whether the agent's input box holds `text`: a line starting with
+/// Copilot's `┃` border or Codex's `›` prompt; for the others any line
+/// showing it (an extra Enter after the prompt was taken does nothing).
+fn input_holds(agent: &str, screen: &str, text: &str) -> bool {
+    let prompt = match agent {
+        "copilot" => Some('┃'),
+        "codex" => Some('›'),
+        _ => None,
+    };
     screen
         .lines()
-        .any(|l| l.trim_start().starts_with('┃') && l.contains(text))
+        .any(|l| l.contains(text) && prompt.is_none_or(|p| l.trim_start().starts_with(p)))
 }
 
 /// Whether the screen comes to show `text` (spacing ignored).
