@@ -1036,6 +1036,20 @@ fn close_discard_land_and_review_decide_the_same_on_both_edges() {
         arg["root"] = json!(twin);
         let lsp_a = lsp_answer(&mut twin_lsp, &twin, command, arg);
         // The sidecar answers with `removed`; the command line with `outcome`.
+        // A commit a land makes now has an id that depends on the second it
+        // was made in (the two edges land in different seconds on a busy
+        // machine): the edges must agree on what it holds, its tree.
+        let tree_of = |r: &mut Result<Value, Value>, root: &Path| {
+            if let Ok(Value::Object(o)) = r
+                && let Some(commit) = o.get("commit").and_then(Value::as_str)
+            {
+                let tree = env.git(root, &["rev-parse", &format!("{commit}^{{tree}}")]);
+                o.insert("commit".into(), json!(format!("tree {}", tree.trim())));
+            }
+        };
+        let (mut cli, mut lsp_a) = (cli, lsp_a);
+        tree_of(&mut cli, &repo);
+        tree_of(&mut lsp_a, &twin);
         let strip = |r: Result<Value, Value>| {
             r.map(|mut v| {
                 if let Some(o) = v.as_object_mut() {
