@@ -28,6 +28,7 @@ local M = {}
 ---@field network? string the docker network of the run's container (`none`, `bridge`, …)
 ---@field into? string the host branch to land into (`land`)
 ---@field message? string the commit message of a squash (`land`)
+---@field group? string a group of attempts (`attempts`)
 ---@field on_done? fun(ok: boolean, result: any) called when the flow ends
 
 local function fire(pattern, data)
@@ -923,6 +924,15 @@ function flows.runs(_)
   return { buf = require('slipway.activity').show(root, listed), runs = listed }
 end
 
+--- `attempts`: a group of attempts side by side (picked from the
+--- repository's groups when none is named), with keys to diff, compare and land.
+function flows.attempts(args)
+  local root = need_root()
+  local attempts = require('slipway.attempts')
+  local group = util.present(args.group) or attempts.pick_group(root)
+  return attempts.open(root, group)
+end
+
 --- `details`: every message in full, in the `slipway://details` buffer.
 function flows.details(_)
   return { buf = util.show_details() }
@@ -945,6 +955,7 @@ M.keys = {
   land = { 'worktree=', 'how=', 'into=', 'message=' },
   discard = { 'worktree=' },
   runs = {},
+  attempts = { 'group=' },
   log = { 'run=' },
   stop = { 'worktree=' },
   close = { 'worktree=' },
@@ -957,6 +968,7 @@ M.keys = {
 local positional = {
   cancel = 'run',
   log = 'run',
+  attempts = 'group',
   workspace = 'workspace',
   list = false,
   problems = false,
@@ -1052,6 +1064,9 @@ local values = {
   end,
   worktree = worktree_names,
   run = run_ids,
+  group = function()
+    return {}
+  end,
   workspace = function()
     return {}
   end,
@@ -1096,6 +1111,8 @@ function M.parse(name, words, line)
       args[k] = v
     elseif positional[name] == 'run' then
       args.run = word
+    elseif positional[name] == 'group' then
+      args.group = word
     elseif name == 'workspace' then
       if args.workspace then
         args.prompt = (args.prompt and (args.prompt .. ' ') or '') .. word

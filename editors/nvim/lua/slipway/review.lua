@@ -28,6 +28,7 @@ local M = {}
 ---@field head? string
 ---@field tab integer the review's tab page
 ---@field index integer the file shown
+---@field against? string the branch whose tip the files are compared with, instead of the base
 
 --- The reviews open, by tab page handle.
 ---@type table<integer, slipway.Review>
@@ -158,7 +159,8 @@ function M.show(s, index)
     return
   end
   s.index = index
-  local texts = lsp.must(s.root, 'slipway.diff', { root = s.root, worktree = s.worktree.id, path = f.path })
+  local texts =
+    lsp.must(s.root, 'slipway.diff', { root = s.root, worktree = s.worktree.id, path = f.path, against = s.against })
   if not vim.api.nvim_tabpage_is_valid(s.tab) then
     return
   end
@@ -207,7 +209,7 @@ function M.show(s, index)
     util.notify(('%s is a binary file: no text diff'):format(f.path))
     return
   end
-  local base_name = ('slipway://%s@base/%s'):format(branch, str(f.oldPath) or f.path)
+  local base_name = ('slipway://%s@%s/%s'):format(branch, s.against or 'base', str(f.oldPath) or f.path)
   local base_lines = lines_of(texts.baseText)
   -- The filetype of the worktree's file (detected as it was opened), else from the name and text.
   local right_ft = vim.bo[vim.api.nvim_win_get_buf(right)].filetype
@@ -266,15 +268,22 @@ end
 
 --- Opens the review of worktree `w`, in a flow: a new tab (`:tcd` into the
 --- worktree), its changed files in the quickfix list, the first one's diff.
+--- With `opts.against` (another worktree's branch) its files are compared
+--- with that branch's tip instead of the base.
 ---@param root string
 ---@param w { id: string, branch: string, path?: string }
+---@param opts? { against?: string }
 ---@return slipway.Review?
-function M.open(root, w)
-  local diff = lsp.must(root, 'slipway.diff', { root = root, worktree = w.id })
+function M.open(root, w, opts)
+  local against = opts and opts.against or nil
+  local diff = lsp.must(root, 'slipway.diff', { root = root, worktree = w.id, against = against })
   local files = diff.files or {}
   if #files == 0 then
     util.notify(
-      ('nothing to review in %s: no change against %s'):format(w.branch, util.present(diff.target) or 'its base')
+      ('nothing to review in %s: no change against %s'):format(
+        w.branch,
+        against or util.present(diff.target) or 'its base'
+      )
     )
     return nil
   end
@@ -294,6 +303,7 @@ function M.open(root, w)
     head = str(diff.head),
     tab = vim.api.nvim_get_current_tabpage(),
     index = 1,
+    against = against,
   }
   M.sessions[s.tab] = s
   local items = {}
@@ -309,7 +319,12 @@ function M.open(root, w)
     }
   end
   vim.fn.setqflist({}, ' ', {
-    title = ('slipway review %s (%d file%s)'):format(w.branch, #files, #files == 1 and '' or 's'),
+    title = ('slipway review %s%s (%d file%s)'):format(
+      w.branch,
+      against and (' against ' .. against) or '',
+      #files,
+      #files == 1 and '' or 's'
+    ),
     items = items,
     context = { slipway_review = { root = root, worktree = w.id, branch = w.branch } },
   })
@@ -330,8 +345,9 @@ function M.open(root, w)
   vim.cmd('wincmd p')
   M.show(s, 1)
   util.notify(
-    ('review %s: %d changed file%s (<CR> diff, ]f/[f next/previous, L land, X discard, q close)'):format(
+    ('review %s%s: %d changed file%s (<CR> diff, ]f/[f next/previous, L land, X discard, q close)'):format(
       w.branch,
+      against and (' against ' .. against) or '',
       #files,
       #files == 1 and '' or 's'
     )

@@ -13,6 +13,7 @@ return {
   'land',
   'discard',
   'runs',
+  'attempts',
   'log',
   'stop',
   'close',
