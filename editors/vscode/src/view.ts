@@ -308,6 +308,12 @@ export class AttemptsProvider implements vscode.TreeDataProvider<ViewNode>, vsco
         for (const r of answer.rows) {
           this.groupRuns.add(r.runId);
         }
+        // A group known from its start counts its running attempts from the rows.
+        const running = answer.rows.filter((r) => r.status === 'running').length;
+        if (this.started.get(n.root)?.includes(n.group) && n.group.running !== running) {
+          n.group.running = running;
+          this.changed.fire(n);
+        }
         if (rows.length === 0) {
           return [{ kind: 'note', id: `note:${n.group.groupId}`, text: 'no attempt left: landed or discarded', icon: 'check' }];
         }

@@ -9,28 +9,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { attemptGroupView, attemptLandedView, attemptPickItems, attemptRowView } from '../../src/model';
 import { type GroupStarted, OPTIONAL_COMMANDS } from '../../src/protocol';
-import { type Fixture, makeFixture } from '../fixtures';
+import { ATTEMPT_AGENT, type Fixture, makeFixture } from '../fixtures';
 import { type InitializeAnswer, Session } from './harness';
-
-/** An agent whose attempt `i` (the last part of its branch) writes `i` lines, and commits. */
-function writeAttemptAgent(dir: string): string {
-  const file = path.join(dir, 'attempt-agent.sh');
-  fs.writeFileSync(
-    file,
-    [
-      '#!/bin/sh',
-      'set -e',
-      'i=${SLIPWAY_SOURCE_BRANCH##*/}',
-      "printf 'attempt %s\\n' \"$i\" > attempt.txt",
-      'seq 1 "$i" > lines.txt',
-      'git add attempt.txt lines.txt',
-      'git commit -q -m "attempt $i"',
-      '',
-    ].join('\n'),
-    { mode: 0o755 },
-  );
-  return file;
-}
 
 describe('slipway lsp: a group of attempts, as the Attempts view uses it', () => {
   let fx: Fixture;
@@ -41,11 +21,13 @@ describe('slipway lsp: a group of attempts, as the Attempts view uses it', () =>
   before(async () => {
     fx = makeFixture();
     ({ session, init } = await Session.start(fx.env, [fx.repo]));
+    const agent = path.join(fx.dir, 'attempt-agent.sh');
+    fs.writeFileSync(agent, ATTEMPT_AGENT, { mode: 0o755 });
     started = await session.api.runAttempts({
       root: fx.repo,
       branch: 'feature/try',
       source: { policy: 'default' },
-      agent: { type: 'command', command: ['sh', writeAttemptAgent(fx.dir)] },
+      agent: { type: 'command', command: ['sh', agent] },
       sandbox: { type: 'none' },
       prompt: 'write some lines',
       attempts: 3,
