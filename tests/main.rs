@@ -7,6 +7,7 @@ mod common;
 mod activity;
 mod agent_runs;
 mod agents;
+mod attempt_views;
 mod attempts;
 mod branches;
 mod budgets;

@@ -21,11 +21,11 @@ fn canon(p: &Path) -> PathBuf {
 }
 
 /// Lines 1..=n, one number each: enough text for rename detection to work.
-fn numbers(n: usize, tag: &str) -> String {
+pub(crate) fn numbers(n: usize, tag: &str) -> String {
     (1..=n).map(|i| format!("{tag} line {i}\n")).collect()
 }
 
-fn write(dir: &Path, path: &str, content: impl AsRef<[u8]>) {
+pub(crate) fn write(dir: &Path, path: &str, content: impl AsRef<[u8]>) {
     let full = dir.join(path);
     if let Some(parent) = full.parent() {
         std::fs::create_dir_all(parent).expect("parent");
@@ -98,7 +98,7 @@ fn fields(out: &str) -> Vec<String> {
 
 /// What the git CLI says of the worktree against `base`, as slipway's
 /// entries: path → (status, oldPath, additions, deletions, binary).
-fn git_view(env: &TestEnv, wt: &Path, base: &str) -> BTreeMap<String, Value> {
+pub(crate) fn git_view(env: &TestEnv, wt: &Path, base: &str) -> BTreeMap<String, Value> {
     let untracked = env.git(wt, &["ls-files", "--others", "--exclude-standard"]);
     for path in untracked.lines() {
         env.git(wt, &["add", "-N", "--", path]);
@@ -171,7 +171,7 @@ fn fix_paths(out: &mut BTreeMap<String, Value>, committed: &str, uncommitted: &s
 }
 
 /// slipway's entries by path, oldPath made explicit (null when absent).
-fn slipway_view(answer: &Value) -> BTreeMap<String, Value> {
+pub(crate) fn slipway_view(answer: &Value) -> BTreeMap<String, Value> {
     answer["files"]
         .as_array()
         .unwrap_or_else(|| panic!("no files in {answer}"))

@@ -315,6 +315,10 @@ pub struct DiffArgs {
     /// One file (relative to the worktree root): its unified diff against the base.
     #[arg(long, value_name = "P")]
     pub path: Option<String>,
+    /// Compare with the tip of this other worktree (id, path or branch)
+    /// instead of the base: two attempts side by side.
+    #[arg(long, value_name = "W")]
+    pub against: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -347,11 +351,12 @@ pub enum HowArg {
 
 #[derive(Debug, Args)]
 pub struct AttemptsArgs {
-    /// The group id (`att-…`), as `run --attempts` printed it.
-    pub group: String,
+    /// The group id (`att-…`), as `run --attempts` printed it; without it,
+    /// every group of the repository, newest first.
+    pub group: Option<String>,
     /// Land this attempt (1…N), then discard the others; a discard that would
     /// lose work is refused, and reported, unless --force.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "group")]
     pub land: Option<usize>,
     /// How to land: merge, squash or rebase.
     #[arg(long, value_enum, default_value = "merge", requires = "land")]

@@ -155,14 +155,22 @@ fn started(outcome: &GroupOutcome) -> String {
     out
 }
 
-/// `slipway attempts GROUP [--land N [--how H] [--force]]`.
+/// `slipway attempts [GROUP [--land N [--how H] [--force]]]`.
 pub(super) fn attempts_command(
     host: &HostRepo,
     args: args::AttemptsArgs,
     json: bool,
 ) -> Result<ExitCode, CliError> {
-    let id =
-        slipway_core::ids::GroupId::parse(&args.group).map_err(|e| CliError::from_failure(&e))?;
+    let Some(group) = &args.group else {
+        let groups = attempts::compare::groups(host).map_err(|e| CliError::from_failure(&e))?;
+        if json {
+            print_json(&serde_json::json!({ "groups": groups }));
+        } else {
+            print!("{}", groups_text(&groups));
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let id = slipway_core::ids::GroupId::parse(group).map_err(|e| CliError::from_failure(&e))?;
     let Some(index) = args.land else {
         let comparison =
             attempts::compare::compare(host, &id).map_err(|e| CliError::from_failure(&e))?;
@@ -187,6 +195,39 @@ pub(super) fn attempts_command(
     } else {
         ExitCode::from(next::PRESERVED)
     })
+}
+
+/// The groups of a repository, for people.
+fn groups_text(groups: &[attempts::compare::GroupSummary]) -> String {
+    if groups.is_empty() {
+        return "No groups of attempts (slipway run --attempts N starts one).\n".to_owned();
+    }
+    let now = slipway_core::util::now_secs();
+    let mut out = String::new();
+    for g in groups {
+        let running = if g.running > 0 {
+            format!(", {} running", g.running)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{}  {} attempts{running}  {} ago  {}{}\n",
+            g.group_id,
+            g.attempts,
+            render::duration(now.saturating_sub(g.created)),
+            match g.strategy {
+                attempts::GroupStrategy::Branch => "branch".to_owned(),
+                attempts::GroupStrategy::MergeToHead =>
+                    format!("merge-to-head into {}", g.into.as_deref().unwrap_or("?")),
+            },
+            g.prompt
+                .as_deref()
+                .map(|p| format!("\n    {p}"))
+                .unwrap_or_default(),
+        ));
+    }
+    out.push_str("compare: slipway attempts GROUP\n");
+    out
 }
 
 /// The comparison as a table for people.

@@ -362,8 +362,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let host = open(&cli.repo)?;
             match &args.path {
                 Some(path) => {
-                    let texts = diff::file_texts(&host, &args.worktree, path)
-                        .map_err(|e| CliError::from_failure(&e))?;
+                    let texts =
+                        diff::file_texts(&host, &args.worktree, path, args.against.as_deref())
+                            .map_err(|e| CliError::from_failure(&e))?;
                     if cli.json {
                         print_json(&texts);
                     } else {
@@ -371,7 +372,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                     }
                 }
                 None => {
-                    let found = diff::diff(&host, &args.worktree)
+                    let found = diff::diff(&host, &args.worktree, args.against.as_deref())
                         .map_err(|e| CliError::from_failure(&e))?;
                     if cli.json {
                         print_json(&found);

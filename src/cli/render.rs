@@ -346,7 +346,7 @@ pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
 }
 
 /// `1h 02m`, `3m 05s`, `42s`.
-fn duration(secs: u64) -> String {
+pub(super) fn duration(secs: u64) -> String {
     match secs {
         0..60 => format!("{secs}s"),
         60..3600 => format!("{}m {:02}s", secs / 60, secs % 60),
@@ -403,9 +403,10 @@ fn sensitive(changes: &[slipway_core::review::sensitive::SensitiveChange]) -> St
 pub fn diff(d: &slipway_core::review::diff::WorktreeDiff) -> String {
     use slipway_core::review::diff::FileStatus;
     let mut out = String::new();
-    let against = match &d.target {
-        Some(target) => format!("; {} is where it meets {target} now", short(&d.base)),
-        None => String::new(),
+    let against = match (&d.against, &d.target) {
+        (Some(other), _) => format!("; {} is the tip of {other}", short(&d.base)),
+        (None, Some(target)) => format!("; {} is where it meets {target} now", short(&d.base)),
+        (None, None) => String::new(),
     };
     let _ = writeln!(
         out,

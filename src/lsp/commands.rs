@@ -217,8 +217,9 @@ pub fn diff(args: DiffArgs) -> Answer {
     use slipway_core::review::diff;
     let host = open(&args.root)?;
     match &args.path {
-        Some(path) => diff::file_texts(&host, &args.worktree, path).map(|t| to_value(&t)),
-        None => diff::diff(&host, &args.worktree).map(|d| to_value(&d)),
+        Some(path) => diff::file_texts(&host, &args.worktree, path, args.against.as_deref())
+            .map(|t| to_value(&t)),
+        None => diff::diff(&host, &args.worktree, args.against.as_deref()).map(|d| to_value(&d)),
     }
     .map_err(|e| failure(&e))
 }
@@ -327,6 +328,14 @@ pub fn workspaces() -> Answer {
         }
     }
     Ok(json!({ "workspaces": out }))
+}
+
+/// `slipway.attemptGroups`.
+pub fn attempt_groups(args: RootArgs) -> Answer {
+    let host = open(&args.root)?;
+    slipway_core::attempts::compare::groups(&host)
+        .map(|groups| json!({ "groups": groups }))
+        .map_err(|e| failure(&e))
 }
 
 /// `slipway.attempts`.

@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 19] = [
+pub const COMMANDS: [&str; 20] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -38,6 +38,7 @@ pub const COMMANDS: [&str; 19] = [
     "slipway.log",
     "slipway.seen",
     "slipway.trust",
+    "slipway.attemptGroups",
     "slipway.attempts",
     "slipway.landAttempt",
 ];
@@ -279,6 +280,9 @@ pub struct DiffArgs {
     pub worktree: String,
     /// One file (relative to the worktree root): its two texts instead of the list.
     pub path: Option<String>,
+    /// Another worktree (id, path or branch, or a kept branch): compared
+    /// with its tip instead of the merge base.
+    pub against: Option<String>,
 }
 
 /// `slipway.land`.

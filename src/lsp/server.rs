@@ -403,6 +403,10 @@ impl LanguageServer for SlipwayServer {
                 self.state.poke();
                 answer
             }
+            "slipway.attemptGroups" => {
+                let a = parse_args(&command, &args)?;
+                blocking(move || commands::attempt_groups(a)).await
+            }
             "slipway.attempts" => {
                 let a = parse_args(&command, &args)?;
                 blocking(move || commands::attempts(a)).await

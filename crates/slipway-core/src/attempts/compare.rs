@@ -34,6 +34,66 @@ pub fn load(host: &HostRepo, id: &GroupId) -> Result<GroupRecord, GroupError> {
     GroupRecord::load(&host.slipway_dir(), id).ok_or_else(|| GroupError::Unknown(id.clone()))
 }
 
+/// A group as the list of groups shows it (`slipway attempts`,
+/// `slipway.attemptGroups`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupSummary {
+    /// Its id.
+    pub group_id: GroupId,
+    /// When it started, seconds since the epoch.
+    pub created: u64,
+    /// The commit every attempt started from.
+    pub source_commit: String,
+    /// Branch or merge-to-head.
+    pub strategy: GroupStrategy,
+    /// Merge-to-head: the host branch the winner lands in.
+    pub into: Option<String>,
+    /// The check each attempt runs after its agent.
+    pub check: Option<String>,
+    /// The prompt's first line, when the record keeps it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// How many attempts.
+    pub attempts: usize,
+    /// How many of them are running now (a run not started yet has no
+    /// record and is not counted).
+    pub running: usize,
+}
+
+/// Every group of attempts of the repository, newest first; a record that
+/// fails the checks is skipped (and logged).
+pub fn groups(host: &HostRepo) -> Result<Vec<GroupSummary>, GroupError> {
+    host.state_trusted()?;
+    let slipway_dir = host.slipway_dir();
+    Ok(GroupRecord::load_all(&slipway_dir)
+        .into_iter()
+        .map(|group| {
+            let running = group
+                .attempts
+                .iter()
+                .filter(|entry| {
+                    RunRecord::load(&slipway_dir, &entry.run_id).is_some_and(|mut r| {
+                        r.settle_if_dead(&slipway_dir);
+                        r.state == RunState::Running
+                    })
+                })
+                .count();
+            GroupSummary {
+                attempts: group.attempts.len(),
+                running,
+                group_id: group.group_id,
+                created: group.created,
+                source_commit: group.source_commit,
+                strategy: group.strategy,
+                into: group.into,
+                check: group.check,
+                prompt: group.prompt,
+            }
+        })
+        .collect())
+}
+
 /// One attempt as the comparison shows it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

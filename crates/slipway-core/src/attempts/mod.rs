@@ -18,7 +18,7 @@ pub mod compare;
 pub mod pick;
 pub mod record;
 
-pub use record::{AttemptEntry, GroupRecord, GroupStrategy, MAX_ATTEMPTS};
+pub use record::{AttemptEntry, GroupRecord, GroupStrategy, MAX_ATTEMPTS, PROMPT_CHARS};
 
 /// Receives the events of attempt `index` (1…N).
 pub type AttemptSink = Arc<dyn Fn(usize, &RunEvent) + Send + Sync>;
@@ -181,6 +181,10 @@ pub fn prepare_group(
         strategy,
         into,
         check: request.check.clone(),
+        prompt: match &request.prompt {
+            crate::agent::prompt::PromptSource::Inline(text) => record::prompt_line(text),
+            crate::agent::prompt::PromptSource::File(_) => None,
+        },
         attempts,
     };
     crate::worktree::ensure_slipway_dir(host).map_err(|e| AttemptsError::Io(e.to_string()))?;

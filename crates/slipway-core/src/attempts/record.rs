@@ -13,6 +13,9 @@ use crate::ids::{GroupId, RunId};
 /// The most attempts one group may hold.
 pub const MAX_ATTEMPTS: usize = 64;
 
+/// The most characters of the prompt a group record keeps (its first line).
+pub const PROMPT_CHARS: usize = 200;
+
 /// Where the group's branches come from, and where the winner lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -56,6 +59,10 @@ pub struct GroupRecord {
     /// The check each attempt ran after its agent.
     #[serde(default)]
     pub check: Option<String>,
+    /// The prompt's first line, for telling groups apart (see [`prompt_line`]);
+    /// none for a prompt file, and in records older than this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
     /// The attempts, in order.
     pub attempts: Vec<AttemptEntry>,
 }
@@ -67,6 +74,19 @@ pub fn groups_dir(slipway_dir: &Path) -> PathBuf {
 
 fn record_path(slipway_dir: &Path, id: &GroupId) -> PathBuf {
     groups_dir(slipway_dir).join(format!("{id}.json"))
+}
+
+/// What a group record keeps of a prompt: its first non-empty line, control
+/// characters made spaces (it is shown in terminals), at most
+/// [`PROMPT_CHARS`] characters.
+pub fn prompt_line(prompt: &str) -> Option<String> {
+    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(
+        line.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(PROMPT_CHARS)
+            .collect(),
+    )
 }
 
 impl GroupRecord {
@@ -89,6 +109,40 @@ impl GroupRecord {
                 None
             }
         }
+    }
+
+    /// Every group record under `slipway_dir` that passes [`GroupRecord::load`]'s
+    /// checks, newest first; a file that does not is skipped and logged.
+    pub fn load_all(slipway_dir: &Path) -> Vec<GroupRecord> {
+        let Ok(entries) = std::fs::read_dir(groups_dir(slipway_dir)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<GroupRecord> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                // Atomic writes leave `.tmp` files for a moment; they are no record.
+                let stem = name.strip_suffix(".json")?;
+                match GroupId::parse(stem) {
+                    Ok(id) => {
+                        let record = GroupRecord::load(slipway_dir, &id);
+                        if record.is_none() {
+                            tracing::warn!(
+                                "skipping the attempts record {name}: it cannot be read as one"
+                            );
+                        }
+                        record
+                    }
+                    Err(why) => {
+                        tracing::warn!("skipping {name} in the attempts records: {why}");
+                        None
+                    }
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| (b.created, b.group_id.as_str()).cmp(&(a.created, a.group_id.as_str())));
+        out
     }
 
     /// Why the record cannot be this group's, if it cannot.
@@ -114,6 +168,13 @@ impl GroupRecord {
         if let Some(into) = &self.into {
             validate_branch_name(into).map_err(|e| e.to_string())?;
         }
+        if let Some(prompt) = &self.prompt
+            && (prompt.chars().count() > PROMPT_CHARS || prompt.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "its prompt is not one line of at most {PROMPT_CHARS} characters"
+            ));
+        }
         Ok(())
     }
 
@@ -135,6 +196,7 @@ mod tests {
             strategy: GroupStrategy::Branch,
             into: None,
             check: None,
+            prompt: Some("fix the parser".into()),
             attempts: vec![AttemptEntry {
                 index: 1,
                 run_id: RunId::new(),
@@ -159,6 +221,9 @@ mod tests {
             |r: &mut GroupRecord| r.group_id = GroupId::parse("att-1-ab").expect("an id"),
             |r: &mut GroupRecord| r.source_commit = "HEAD".into(),
             |r: &mut GroupRecord| r.attempts.clear(),
+            |r: &mut GroupRecord| r.prompt = Some("two\nlines".into()),
+            |r: &mut GroupRecord| r.prompt = Some("\u{1b}[2Jclear".into()),
+            |r: &mut GroupRecord| r.prompt = Some("x".repeat(PROMPT_CHARS + 1)),
         ] {
             let mut bad = record.clone();
             tamper(&mut bad);
@@ -170,5 +235,40 @@ mod tests {
             .replace(record.attempts[0].run_id.as_str(), "../../etc");
         std::fs::write(&path, text).expect("write");
         assert_eq!(GroupRecord::load(dir.path(), &id), None);
+    }
+
+    #[test]
+    fn the_prompt_kept_is_its_first_line_made_safe_and_short() {
+        assert_eq!(
+            prompt_line("\n  fix it\tnow  \nand more"),
+            Some("fix it now".into())
+        );
+        assert_eq!(prompt_line("a\u{1b}[31mred"), Some("a [31mred".into()));
+        assert_eq!(
+            prompt_line(&"é".repeat(300)).map(|p| p.chars().count()),
+            Some(PROMPT_CHARS)
+        );
+        assert_eq!(prompt_line(" \n\n"), None);
+    }
+
+    #[test]
+    fn every_readable_group_is_listed_newest_first_and_a_bad_file_is_skipped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut ids = Vec::new();
+        for created in [5, 9, 7] {
+            let id = GroupId::parse(&format!("att-{created}-ab")).expect("an id");
+            let mut record = sample(&id);
+            record.created = created;
+            record.save(dir.path()).expect("saves");
+            ids.push(id);
+        }
+        let groups = groups_dir(dir.path());
+        std::fs::write(groups.join("att-8-cd.json"), b"{not json").expect("write");
+        std::fs::write(groups.join("notes.json"), b"{}").expect("write");
+        let listed: Vec<String> = GroupRecord::load_all(dir.path())
+            .into_iter()
+            .map(|g| g.group_id.to_string())
+            .collect();
+        assert_eq!(listed, vec!["att-9-ab", "att-7-ab", "att-5-ab"]);
     }
 }

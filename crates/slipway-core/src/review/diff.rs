@@ -74,6 +74,10 @@ pub struct WorktreeDiff {
     /// The branch the work lands in by default, compared with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The branch of the worktree compared with instead, when one was asked
+    /// for: `base` is then its tip.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     /// The worktree's HEAD commit (a kept branch's tip).
     pub head: String,
     /// Every changed file, sorted by path.
@@ -122,6 +126,12 @@ pub enum DiffError {
         /// Its recorded base.
         base: String,
     },
+    /// The worktree to compare against has no commit to compare with.
+    #[error("worktree '{selector}' has no commit to compare against: its branch is gone")]
+    NoAgainstTip {
+        /// The `against` given.
+        selector: String,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Io {
@@ -140,7 +150,7 @@ impl Failure for DiffError {
         match self {
             DiffError::NotFound(e) => e.kind(),
             DiffError::BadPath { .. } => ErrorKind::InvalidParams,
-            DiffError::NoBase { .. } => ErrorKind::UnknownRef,
+            DiffError::NoBase { .. } | DiffError::NoAgainstTip { .. } => ErrorKind::UnknownRef,
             DiffError::Io { .. } => ErrorKind::Io,
             DiffError::Git(_) => ErrorKind::Git,
         }
@@ -172,9 +182,13 @@ struct Opened {
     target: Option<String>,
     head: Option<Oid>,
     branch: String,
+    /// The branch of the worktree compared against, when one was asked for.
+    against: Option<String>,
 }
 
-fn open(host: &HostRepo, selector: &str) -> Result<Opened, DiffError> {
+/// The worktree (or kept branch) `selector` names, its base the merge base
+/// with its target now, or the tip of the worktree `against` names.
+fn open(host: &HostRepo, selector: &str, against: Option<&str>) -> Result<Opened, DiffError> {
     let subject = find_subject(host, selector)?;
     let target = super::target_of(host, &subject);
     let (repo, root, recorded_base) = match &subject {
@@ -203,13 +217,29 @@ fn open(host: &HostRepo, selector: &str) -> Result<Opened, DiffError> {
             .map(|c| c.id()),
         None => crate::git::worktrees::branch_tip(&repo, subject.branch()),
     };
-    let base = head
-        .and_then(|h| super::base_now(&repo, h, target.as_deref(), recorded_base))
-        .or(recorded_base)
-        .ok_or_else(|| DiffError::NoBase {
-            id: subject.selector(),
-            base: String::new(),
-        })?;
+    let against = match against {
+        Some(other) => {
+            let other_subject = find_subject(host, other)?;
+            let branch = other_subject.branch().to_owned();
+            let tip = crate::git::worktrees::branch_tip(host.git(), &branch).ok_or_else(|| {
+                DiffError::NoAgainstTip {
+                    selector: other.to_owned(),
+                }
+            })?;
+            Some((branch, tip))
+        }
+        None => None,
+    };
+    let base = match &against {
+        Some((_, tip)) => *tip,
+        None => head
+            .and_then(|h| super::base_now(&repo, h, target.as_deref(), recorded_base))
+            .or(recorded_base)
+            .ok_or_else(|| DiffError::NoBase {
+                id: subject.selector(),
+                base: String::new(),
+            })?,
+    };
     Ok(Opened {
         repo,
         root,
@@ -218,6 +248,7 @@ fn open(host: &HostRepo, selector: &str) -> Result<Opened, DiffError> {
         target,
         head,
         branch: subject.branch().to_owned(),
+        against: against.map(|(branch, _)| branch),
     })
 }
 
@@ -258,9 +289,14 @@ fn touched(diff: &Diff<'_>) -> HashSet<String> {
     out
 }
 
-/// What the worktree `selector` holds against its base, committed and not.
-pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> {
-    let opened = open(host, selector)?;
+/// What the worktree `selector` holds against its base, committed and not;
+/// with `against`, against the tip of that worktree (or kept branch) instead.
+pub fn diff(
+    host: &HostRepo,
+    selector: &str,
+    against: Option<&str>,
+) -> Result<WorktreeDiff, DiffError> {
+    let opened = open(host, selector, against)?;
     let repo = &opened.repo;
     let base_tree = repo.find_commit(opened.base)?.tree()?;
     let head_tree = match opened.head {
@@ -346,14 +382,21 @@ pub fn diff(host: &HostRepo, selector: &str) -> Result<WorktreeDiff, DiffError> 
         base: opened.base.to_string(),
         recorded_base: opened.recorded_base.map(|b| b.to_string()),
         target: opened.target,
+        against: opened.against,
         head: opened.head.map(|h| h.to_string()).unwrap_or_default(),
         files,
         actions,
     })
 }
 
-/// One file's base and worktree text (`path` relative to the worktree root).
-pub fn file_texts(host: &HostRepo, selector: &str, path: &str) -> Result<FileTexts, DiffError> {
+/// One file's base and worktree text (`path` relative to the worktree root);
+/// with `against`, its base side from the tip of that worktree.
+pub fn file_texts(
+    host: &HostRepo,
+    selector: &str,
+    path: &str,
+    against: Option<&str>,
+) -> Result<FileTexts, DiffError> {
     let bad = || DiffError::BadPath {
         path: path.to_owned(),
     };
@@ -361,7 +404,7 @@ pub fn file_texts(host: &HostRepo, selector: &str, path: &str) -> Result<FileTex
     if crate::nofollow::normal_components(rel).is_err() || crate::nofollow::names_git_dir(rel) {
         return Err(bad());
     }
-    let opened = open(host, selector)?;
+    let opened = open(host, selector, against)?;
     let repo = &opened.repo;
     let base_tree = repo.find_commit(opened.base)?.tree()?;
     let tip_tree = match (&opened.root, opened.head) {
