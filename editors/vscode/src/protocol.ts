@@ -437,7 +437,10 @@ export interface AttemptGroup {
   created: number;
   strategy: WorktreeStrategy;
   into: string | null;
-  prompt: string | null;
+  sourceCommit?: string;
+  check?: string | null;
+  /** The prompt's first line; absent for a prompt file. */
+  prompt?: string | null;
   /** How many attempts it has. */
   attempts: number;
   /** How many of them are running. */
@@ -528,8 +531,10 @@ export interface SensitiveChange extends Sensitivity {
 }
 
 export interface DiffResult {
-  /** Where the branch meets its target now. */
+  /** Where the branch meets its target now (with `against`: that branch's tip). */
   base: string;
+  /** The branch compared with, when `against` was given. */
+  against?: string;
   recordedBase?: string;
   target?: string;
   head: string;
