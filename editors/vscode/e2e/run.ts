@@ -16,7 +16,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
-import { type Fixture, makeFixture, writeCommittingAgent } from '../test/fixtures';
+import { ATTEMPT_AGENT, type Fixture, makeFixture, writeCommittingAgent } from '../test/fixtures';
 
 function need(name: string): string {
   const value = process.env[name];
@@ -772,6 +772,128 @@ async function main(): Promise<void> {
       const heads = fx.git(wsa, 'for-each-ref', '--format=%(refname:short)', 'refs/heads').split('\n');
       const branch = heads.find((h) => h !== 'main' && fx.git(wsa, 'rev-parse', `${h}~2`) === release0);
       assert(branch !== undefined, `no branch of wsa starts at origin/release: ${JSON.stringify(heads)}`);
+    });
+
+    // Attempts: three runs of one prompt from the palette, compared in the Attempts view.
+    // The settings' agent script becomes one whose attempt i writes i lines (attempt 1's
+    // check fails) while the group runs, and is put back after.
+    const attemptsPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Attempts' }) });
+    const attemptRow = (text: string): Locator => attemptsPane.locator('.monaco-list-row', { hasText: text }).first();
+    const attemptText = async (text: string): Promise<string> => (await attemptRow(text).innerText().catch(() => '')).replace(/\s+/g, ' ');
+    await check('Run Attempts…: the Attempts view lists the group, its attempts with their check results', async () => {
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      const original = fs.readFileSync(agent, 'utf8');
+      fs.writeFileSync(agent, ATTEMPT_AGENT);
+      try {
+        await runCommand(page, 'slipway: Run Attempts…');
+        await answerInput(page, 'Prompt for the attempts', 'write some lines');
+        await answerInput(page, 'How many attempts', '3');
+        await answerInput(page, 'Check run in each attempt', 'test "$(wc -l < lines.txt)" -ge 2');
+        await answerInput(page, 'Branch for the attempts', 'feature/tries');
+        const main = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'main' }).first();
+        await main.waitFor({ state: 'visible', timeout: 20_000 });
+        await main.click();
+        await attemptRow('write some lines').waitFor({ state: 'visible', timeout: 20_000 });
+        // Each row gets its check result once its run has ended (the view redraws on runFinished).
+        for (const [i, mark] of [
+          [1, '✗'],
+          [2, '✓'],
+          [3, '✓'],
+        ] as const) {
+          await poll(`attempt #${i} with its check`, async () =>
+            new RegExp(`#${i} command.*check ${mark} · 2 files \\+${i + 1} −0`).test(await attemptText(`#${i} command`)) ? true : undefined,
+          60_000).catch(async (e: unknown) => {
+            await shot(page, 'attempts-failure.png');
+            throw e;
+          });
+        }
+        await poll('the group says none runs', async () => (/3 attempts · just now|3 attempts · \d+ minutes? ago/.test(await attemptText('write some lines')) ? true : undefined));
+      } finally {
+        fs.writeFileSync(agent, original);
+      }
+      for (const i of [1, 2, 3]) {
+        assert(fx.git(fx.repo, 'log', '-1', '--format=%s', `feature/tries/${i}`) === `attempt ${i}`, `feature/tries/${i} lacks its commit`);
+      }
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      await page.locator(QUICK_INPUT).waitFor({ state: 'hidden' });
+      // A wider side bar, so the screenshots show the rows' descriptions whole.
+      const bar = await page.locator('.part.sidebar').boundingBox();
+      if (bar) {
+        await page.mouse.move(bar.x + bar.width + 1, bar.y + bar.height / 2);
+        await page.mouse.down();
+        await page.mouse.move(bar.x + 640, bar.y + bar.height / 2, { steps: 8 });
+        await page.mouse.up();
+      }
+      await shot(page, 'attempts-view.png');
+      await shot(page, 'attempts-pane.png', attemptsPane);
+    });
+
+    await check("an attempt expands to its changed files; a click opens the diff editor", async () => {
+      await attemptRow('#3 command').click();
+      const lines = attemptsPane.locator('.monaco-list-row', { hasText: 'lines.txt' }).first();
+      await lines.waitFor({ state: 'visible', timeout: 20_000 });
+      await lines.click();
+      const diff = page.locator('.monaco-diff-editor').first();
+      await diff.waitFor({ state: 'visible', timeout: 20_000 });
+      await poll('the diff tab of lines.txt', async () =>
+        ((await page.locator('.tabs-container .tab.active').innerText()).includes('lines.txt') ? true : undefined),
+      );
+      await shot(page, 'attempt-diff.png');
+    });
+
+    await check("Diff Against Attempt… offers the group's other attempts and compares the files with the picked one's tip", async () => {
+      await attemptRow('#3 command').click({ button: 'right' });
+      await page.locator('.monaco-menu .action-label', { hasText: 'Diff Against Attempt…' }).first().click();
+      const widget = page.locator(QUICK_INPUT);
+      const other = widget.locator('.monaco-list-row', { hasText: '#2 command' }).first();
+      await other.waitFor({ state: 'visible', timeout: 20_000 });
+      const offered = (await widget.locator('.monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+      assert(offered.length === 2 && offered.some((r) => r.includes('#1 command')), `the picker offers ${JSON.stringify(offered)}`);
+      await other.click();
+      const file = widget.locator('.monaco-list-row', { hasText: 'attempt.txt' }).first();
+      await file.waitFor({ state: 'visible', timeout: 20_000 });
+      await file.click();
+      await poll('the diff tab against attempt 2', async () =>
+        ((await page.locator('.tabs-container .tab.active').innerText()).includes('feature/tries/2 ↔ feature/tries/3') ? true : undefined),
+      );
+      // The left side is attempt 2's file, the right side attempt 3's.
+      await poll('both attempts in the diff', async () => {
+        const text = (await page.locator('.monaco-diff-editor').first().innerText()).replace(/\s+/g, ' ');
+        return text.includes('attempt 2') && text.includes('attempt 3') ? true : undefined;
+      });
+      await shot(page, 'attempt-diff-against.png');
+    });
+
+    await check('Land This Attempt lands it, and once told to lose their work the other attempts leave the view', async () => {
+      const winner = fx.rev('feature/tries/3');
+      const row = attemptRow('#3 command');
+      await row.hover();
+      await row.locator('.action-label[aria-label="Land This Attempt"]').click();
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+      const text = await dialog.innerText();
+      assert(text.includes('Land attempt #3 and discard the others?'), `dialog: ${text}`);
+      assert(text.includes('#1 feature/tries/1') && text.includes('#2 feature/tries/2'), `the dialog does not name the others: ${text}`);
+      await shot(page, 'attempt-land-dialog.png');
+      await dialog.locator('.monaco-button', { hasText: 'Land (merge)' }).click();
+      // Their commits are found nowhere else: kept, with the reason, until told otherwise.
+      const kept = toast(page, /attempt #3 \(feature\/tries\/3\) landed into main.*kept #1, #2/);
+      await kept.waitFor({ state: 'visible', timeout: 30_000 });
+      fx.git(fx.repo, 'merge-base', '--is-ancestor', winner, 'main');
+      await shot(page, 'attempt-landed-kept.png');
+      await kept.locator('.monaco-button', { hasText: 'Discard Them Too (Lose the Work)' }).click();
+      await toast(page, /attempt #3 \(feature\/tries\/3\) landed into main.*discarded #1, #2/).waitFor({ state: 'visible', timeout: 30_000 });
+      await poll('only the landed attempt left in the view', async () =>
+        (await attemptsPane.locator('.monaco-list-row', { hasText: /#[12] command/ }).count()) === 0 && /landed/.test(await attemptText('#3 command'))
+          ? true
+          : undefined,
+      );
+      const branches = fx.git(fx.repo, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/feature/tries');
+      assert(branches === 'feature/tries/3', `branches left: ${branches}`);
+      await shot(page, 'attempt-landed.png');
+      // Leave the repository as the checks after expect it: no worktree of the group.
+      execFileSync(SLIPWAY_BIN, ['--repo', fx.repo, 'worktree', 'close', 'feature/tries/3'], { cwd: fx.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      await runCommand(page, 'Notifications: Clear All Notifications');
     });
 
     await check('an untrusted slipway.toml: a picker names its hook, Cancel is the active row, Trust approves it and the run goes', async () => {

@@ -6,11 +6,14 @@ import * as vscode from 'vscode';
 import { runsStatusView } from './activity';
 import {
   agentFromSettings,
+  attemptLandedView,
+  attemptPickItems,
   type BranchPickEntry,
   branchItems,
   closePreservedView,
   DIFF_SCHEME,
   discardRiskView,
+  landAttemptConfirm,
   landedMessage,
   landModeItems,
   quarantineView,
@@ -37,6 +40,7 @@ import {
   type Sandbox,
   type SlipwayApi,
   type SlipwayError,
+  type Source,
   type StatusNotification,
   type TrustFile,
   type Vocabularies,
@@ -51,7 +55,17 @@ import {
 } from './protocol';
 import { userSetting } from './settings';
 import { Sidecar } from './sidecar';
-import { DiffDocuments, isNode, openDiff, RunLogs, RunsProvider, WorktreesProvider } from './view';
+import {
+  type AttemptNode,
+  AttemptsProvider,
+  DiffDocuments,
+  isNode,
+  openDiff,
+  openDiffOf,
+  RunLogs,
+  RunsProvider,
+  WorktreesProvider,
+} from './view';
 
 type OpenHow = 'newWindow' | 'thisWindow' | 'addToWorkspace';
 
@@ -71,6 +85,7 @@ class Extension implements vscode.Disposable {
   private readonly disposables: { dispose(): unknown }[] = [];
   private readonly worktreesView: WorktreesProvider;
   private readonly runsView: RunsProvider;
+  private readonly attemptsView: AttemptsProvider;
   private readonly logs: RunLogs;
   /** The last transient status bar message; cleared when a run ends so none goes stale. */
   private transient: vscode.Disposable | undefined;
@@ -93,11 +108,14 @@ class Extension implements vscode.Disposable {
     this.disposables.push(output, this.sidecar, this.item, this.landItem, this.discardItem, this.runsItem);
     this.worktreesView = new WorktreesProvider(this.sidecar);
     this.runsView = new RunsProvider(this.sidecar);
+    this.attemptsView = new AttemptsProvider(this.sidecar);
     this.logs = new RunLogs(this.sidecar);
     this.disposables.push(
       this.worktreesView,
       this.runsView,
+      this.attemptsView,
       this.logs,
+      vscode.window.createTreeView('slipway.attempts', { treeDataProvider: this.attemptsView, showCollapseAll: true }),
       vscode.window.createTreeView('slipway.worktrees', { treeDataProvider: this.worktreesView, showCollapseAll: true }),
       vscode.window.createTreeView('slipway.runs', { treeDataProvider: this.runsView }),
       vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, new DiffDocuments(this.sidecar)),
@@ -139,6 +157,10 @@ class Extension implements vscode.Disposable {
       ['slipway.showRunLog', (arg) => this.showRunLog(arg)],
       ['slipway.refreshView', () => this.refreshView()],
       ['slipway.showRuns', () => this.showRuns()],
+      ['slipway.runAttempts', (arg) => this.runAttempts(arg)],
+      ['slipway.openAttemptDiff', (arg) => this.openAttemptDiff(arg)],
+      ['slipway.diffAgainstAttempt', (arg) => this.diffAgainstAttempt(arg)],
+      ['slipway.landThisAttempt', (arg) => this.landThisAttempt(arg)],
     ];
     for (const [id, handler] of commands) {
       this.disposables.push(vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(handler, args)));
@@ -806,21 +828,78 @@ class Extension implements vscode.Disposable {
     const sandbox = this.sandbox();
     const prompt = await this.prompt('the run');
     const api = this.api();
-    const started = await this.trusting(root, () =>
-      withBranchAsk(
-        (branch) =>
-          withSourcePick(
-            (source) =>
-              api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
-            this.sourceFor(root),
-            this.pickOnSourceError(root, branch ?? 'the run'),
-          ),
-        undefined,
-        () => this.askBranchName('Branch for the run (new or existing)'),
-      ),
+    const started = await this.onNewBranch(root, 'the run', 'Branch for the run (new or existing)', (branch, source) =>
+      api.run({ root, strategy, branch, source, agent, sandbox, prompt, maxIterations: this.config().get<number>('maxIterations', 1) }),
     );
     if (started) {
       this.flash(`slipway: run ${started.runId} started`);
+    }
+  }
+
+  /**
+   * Sends a request that makes a new branch: trust asked when the repository's files need
+   * it, a branch name only when the sidecar says one is missing, a start point when the
+   * source policy asks. Undefined when the user dismissed a question.
+   */
+  private onNewBranch<T>(
+    root: string,
+    what: string,
+    branchPrompt: string,
+    send: (branch: string | undefined, source: Source | undefined) => Promise<T>,
+  ): Promise<T | undefined> {
+    return this.trusting(root, () =>
+      withBranchAsk(
+        (branch) => withSourcePick((source) => send(branch, source), this.sourceFor(root), this.pickOnSourceError(root, branch ?? what)),
+        undefined,
+        () => this.askBranchName(branchPrompt),
+      ),
+    );
+  }
+
+  /** N attempts of one prompt as a group (each on its own branch), with an optional check. */
+  private async runAttempts(arg: unknown): Promise<void> {
+    const root = await this.root(arg);
+    const strategy = this.strategySetting();
+    const agent = this.runAgent();
+    const sandbox = this.sandbox();
+    const prompt = await this.prompt('the attempts');
+    const count = await vscode.window.showInputBox({
+      title: 'slipway',
+      prompt: 'How many attempts (1–64)',
+      value: '3',
+      validateInput: (v) => (/^\d+$/.test(v.trim()) && +v >= 1 && +v <= 64 ? undefined : 'A number from 1 to 64'),
+    });
+    if (count === undefined) {
+      return;
+    }
+    const check = await vscode.window.showInputBox({
+      title: 'slipway',
+      prompt: 'Check run in each attempt after its agent (empty: none)',
+      placeHolder: 'e.g. cargo test, npm test',
+    });
+    if (check === undefined) {
+      return;
+    }
+    const api = this.api();
+    const attempts = Number(count.trim());
+    const started = await this.onNewBranch(root, 'the attempts', 'Branch for the attempts (each gets <branch>/1…N)', (branch, source) =>
+      api.runAttempts({
+        root,
+        strategy,
+        branch,
+        source,
+        agent,
+        sandbox,
+        prompt,
+        attempts,
+        check: check.trim() === '' ? undefined : check.trim(),
+        maxIterations: this.config().get<number>('maxIterations', 1),
+      }),
+    );
+    if (started) {
+      this.attemptsView.addStarted(root, started, prompt);
+      await vscode.commands.executeCommand('slipway.attempts.focus');
+      this.flash(`slipway: ${started.runIds.length} attempts started (${started.groupId})`);
     }
   }
 
@@ -1008,22 +1087,29 @@ class Extension implements vscode.Disposable {
   private refreshView(): Promise<void> {
     this.worktreesView.refresh();
     this.runsView.refresh();
+    this.attemptsView.refresh();
     return Promise.resolve();
   }
 
   private async openDiff(arg: unknown): Promise<void> {
-    if (!isNode(arg) || arg.kind !== 'file') {
+    if (!isNode(arg) || (arg.kind !== 'file' && arg.kind !== 'attemptFile')) {
       void vscode.window.showInformationMessage('slipway: pick a changed file in the Slipway view.');
       return;
     }
+    const folder = arg.kind === 'file' ? arg.worktree.path : arg.worktreePath;
     if (arg.file.binary) {
       void vscode.window.showInformationMessage(`slipway: ${arg.file.path} is binary; opening the worktree's file.`);
-      if (arg.file.status !== 'deleted') {
-        await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(`${arg.worktree.path}/${arg.file.path}`));
+      if (arg.file.status !== 'deleted' && folder !== undefined) {
+        await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(`${folder}/${arg.file.path}`));
       }
       return;
     }
-    await openDiff(arg);
+    if (arg.kind === 'file') {
+      await openDiff(arg);
+      return;
+    }
+    const { branch } = arg.attempt.row;
+    await openDiffOf({ root: arg.root, selector: branch, branch, worktreePath: folder, base: arg.base, file: arg.file });
   }
 
   private async land(arg: unknown): Promise<void> {
@@ -1084,33 +1170,112 @@ class Extension implements vscode.Disposable {
     }
   }
 
+  private attemptArg(arg: unknown): AttemptNode {
+    if (isNode(arg) && arg.kind === 'attempt') {
+      return arg;
+    }
+    void vscode.window.showInformationMessage('slipway: pick an attempt in the Attempts view.');
+    throw new Cancelled();
+  }
+
+  /** An attempt's changes against where it started (the review picker, on its branch). */
+  private async openAttemptDiff(arg: unknown): Promise<void> {
+    const a = this.attemptArg(arg);
+    await this.reviewSelector(a.root, a.row.branch);
+  }
+
+  /** An attempt's files against another attempt's tip. */
+  private async diffAgainstAttempt(arg: unknown): Promise<void> {
+    const a = this.attemptArg(arg);
+    const items = attemptPickItems(a.rows, a.row.index);
+    if (items.length === 0) {
+      void vscode.window.showInformationMessage(`slipway: no other attempt of the group to compare #${a.row.index} with.`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(items, { title: `Compare attempt #${a.row.index} (${a.row.branch}) with…` });
+    if (picked) {
+      await this.reviewSelector(a.root, a.row.branch, picked.row.branch);
+    }
+  }
+
+  /** Lands the attempt (a modal names what goes), then says what was discarded and what was kept. */
+  private async landThisAttempt(arg: unknown): Promise<void> {
+    const a = this.attemptArg(arg);
+    const modes = this.names().landModes;
+    const confirm = landAttemptConfirm(a.row, a.rows, modes.length > 0 ? modes : ['merge']);
+    const choice = await vscode.window.showWarningMessage(
+      confirm.message,
+      { modal: true, detail: confirm.detail },
+      ...confirm.buttons.map((b) => b.title),
+    );
+    const how = confirm.buttons.find((b) => b.title === choice)?.how;
+    if (how === undefined) {
+      return;
+    }
+    await this.landAttemptWith(a, how, false);
+  }
+
+  /** Sends `slipway.landAttempt`; attempts kept for their work can be discarded after all (`force`). */
+  private async landAttemptWith(a: AttemptNode, how: string, force: boolean): Promise<void> {
+    const answer = await this.api().landAttempt({ root: a.root, groupId: a.groupId, index: a.row.index, how, force });
+    this.attemptsView.markLanded(a.groupId, a.row.index);
+    const view = attemptLandedView(a.row.branch, answer);
+    const sensitive = sensitiveView(answer.landed.sensitiveChanges, `attempt #${a.row.index}`);
+    if (sensitive !== undefined) {
+      void vscode.window.showWarningMessage(sensitive.message, { detail: sensitive.detail });
+    }
+    if (!view.warning) {
+      void vscode.window.showInformationMessage(view.message);
+      return;
+    }
+    const choice = await vscode.window.showWarningMessage(view.message, { detail: view.detail }, view.discardKept);
+    if (choice === view.discardKept) {
+      await this.landAttemptWith(a, how, true);
+    }
+  }
+
   private async review(arg: unknown): Promise<void> {
     const w = await this.targetWorktree(arg, 'Review worktree', arg === undefined);
     await this.reviewSelector(this.repoRootOf(w), w.id);
   }
 
-  /** The changed files of a worktree (or kept branch) in a QuickPick; the pick opens its diff. */
-  private async reviewSelector(root: string, worktree: string): Promise<void> {
-    const diff = await this.api().diff(root, worktree);
+  /**
+   * The changed files of a worktree (or kept branch) in a QuickPick, against its base or
+   * against the tip of the branch `against`; the pick opens its diff.
+   */
+  private async reviewSelector(root: string, worktree: string, against?: string): Promise<void> {
+    const diff = await this.api().diff(root, worktree, against);
     const w = (await this.worktrees(root)).find((x) => x.id === worktree || x.branch === worktree);
+    const target = against ?? diff.target ?? 'its base';
     if (diff.files.length === 0) {
-      void vscode.window.showInformationMessage(`slipway: nothing to review in ${worktree}: no change against ${diff.target ?? 'its base'}.`);
+      void vscode.window.showInformationMessage(`slipway: nothing to review in ${worktree}: no change against ${target}.`);
       return;
     }
     const picked = await vscode.window.showQuickPick(
       diff.files.map((file) => ({ label: file.path, description: `${file.status} +${file.additions} -${file.deletions}`, file })),
-      { title: `Review ${worktree} (against ${diff.target ?? 'its base'})` },
+      { title: `Review ${worktree} (against ${target})` },
     );
-    if (!picked || w === undefined) {
+    if (!picked) {
       return;
     }
-    await openDiff({ kind: 'file', root, worktree: w, base: diff.base, file: picked.file });
+    await openDiffOf({
+      root,
+      selector: w?.id ?? worktree,
+      branch: w?.branch ?? worktree,
+      worktreePath: w?.path,
+      base: diff.base,
+      against,
+      file: picked.file,
+    });
   }
 
   private async showRunLog(arg: unknown, root?: string, logFile?: string): Promise<void> {
     let runId: string | undefined;
     if (isNode(arg) && arg.kind === 'run') {
       runId = arg.run.runId;
+      root = arg.root;
+    } else if (isNode(arg) && arg.kind === 'attempt') {
+      runId = arg.row.runId;
       root = arg.root;
     } else if (typeof arg === 'string') {
       runId = arg;

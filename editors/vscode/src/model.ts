@@ -2,16 +2,19 @@
 // the sidecar's answers and notifications. No `vscode` import, so node:test covers it.
 
 import * as path from 'node:path';
-import { activityTooltip, epochSeconds, formatElapsed, shortStep, usageParts } from './activity';
+import { activityTooltip, epochSeconds, formatCost, formatElapsed, formatTokens, shortStep, usageParts } from './activity';
 
 export { epochSeconds };
 import type {
   Activity,
   Agent,
+  AttemptGroup,
+  AttemptRow,
   BranchInfo,
   ClosePreserved,
   DiffFile,
   DryRunResult,
+  LandAttemptResult,
   LandResult,
   LogNotification,
   QuarantineFinding,
@@ -587,6 +590,150 @@ export function runNodeView(r: RunInfo, now: number = Date.now() / 1000, live?: 
 }
 
 // ---------------------------------------------------------------------------
+// Attempts
+
+/** A group the view can list: from `slipway.attemptGroups`, or from a `slipway.run` answer this window sent. */
+export type GroupSummary = Pick<AttemptGroup, 'groupId' | 'created' | 'attempts' | 'running'> &
+  Partial<Pick<AttemptGroup, 'strategy' | 'into' | 'prompt'>>;
+
+/** A group row: its prompt (else its id), how many attempts, how many still run, and its age. */
+export function attemptGroupView(g: GroupSummary, now: number = Date.now() / 1000): TreeItemView {
+  const prompt = g.prompt?.split('\n')[0].trim();
+  const parts = [`${g.attempts} attempt${g.attempts === 1 ? '' : 's'}`];
+  if (g.running > 0) {
+    parts.push(`${g.running} running`);
+  }
+  if (g.strategy === 'merge-to-head' && g.into) {
+    parts.push(`→ ${g.into}`);
+  }
+  parts.push(relativeTime(g.created, now));
+  const tip = [`Group ${g.groupId}`, parts.join(' · ')];
+  if (g.prompt) {
+    tip.push(`prompt: ${g.prompt}`);
+  }
+  return {
+    label: prompt ? shortStep(prompt, 50) : g.groupId,
+    description: parts.join(' · '),
+    tooltip: tip.join('\n'),
+    icon: g.running > 0 ? 'sync~spin' : 'versions',
+    contextValue: 'slipway.attemptGroup',
+  };
+}
+
+/** "check ✓" or "check ✗ (exit 1)"; undefined when the attempt has no check result. */
+function checkPart(r: AttemptRow): string | undefined {
+  if (r.check === null) {
+    return undefined;
+  }
+  if (r.check.passed) {
+    return 'check ✓';
+  }
+  return `check ✗${r.check.exitCode === null ? ' (stopped)' : ''}`;
+}
+
+/**
+ * An attempt row: `#index agent`, then its state when it is not a plain completion,
+ * check ✓/✗, files and lines changed, time and usage ("check ✓ · 3 files +10 −2 · 41s ·
+ * 12k tok"); the branch, the check's command and output tail in the tooltip. `landed`:
+ * this window landed it.
+ */
+export function attemptRowView(r: AttemptRow, landed = false): TreeItemView {
+  const parts: string[] = [];
+  if (landed) {
+    parts.push('landed');
+  }
+  if (r.status !== 'completed') {
+    parts.push(r.status ?? 'no record');
+  }
+  const check = checkPart(r);
+  if (check !== undefined) {
+    parts.push(check);
+  }
+  parts.push(`${r.filesChanged} file${r.filesChanged === 1 ? '' : 's'} +${r.linesAdded} −${r.linesRemoved}`);
+  if (r.seconds !== null) {
+    parts.push(formatElapsed(r.seconds));
+  }
+  const tokens = r.usage ? r.usage.inputTokens + r.usage.outputTokens : 0;
+  if (tokens > 0) {
+    parts.push(`${formatTokens(tokens)} tok`);
+  }
+  if (typeof r.usage?.costUsd === 'number') {
+    parts.push(formatCost(r.usage.costUsd));
+  }
+  const tip = [
+    `Attempt ${r.index}: ${r.branch}`,
+    `${r.agent}, ${r.status ?? 'no record'}, ${r.commits} commit${r.commits === 1 ? '' : 's'}`,
+    r.runId,
+  ];
+  if (r.check !== null) {
+    tip.push(`check \`${r.check.command}\`: ${r.check.passed ? 'passed' : r.check.exitCode === null ? 'stopped (too long)' : `failed (exit ${r.check.exitCode})`}`);
+    tip.push(...r.check.tail.slice(-8).map((l) => `  ${l}`));
+  }
+  const running = r.status === 'running';
+  return {
+    label: `#${r.index} ${r.agent}`,
+    description: parts.join(' · '),
+    tooltip: tip.join('\n'),
+    icon: running ? 'sync~spin' : r.check ? (r.check.passed ? 'pass' : 'error') : (RUN_ICON[r.status ?? ''] ?? 'circle-outline'),
+    // A running attempt cannot be landed yet.
+    contextValue: running ? 'slipway.attempt.running' : 'slipway.attempt',
+  };
+}
+
+/** The picker of "Diff Against Attempt…": every other attempt whose branch is there. */
+export function attemptPickItems(rows: readonly AttemptRow[], except: number): { label: string; description: string; row: AttemptRow }[] {
+  return rows
+    .filter((r) => r.index !== except && r.branchPresent)
+    .map((r) => ({ label: `#${r.index} ${r.agent}`, description: `${r.branch} · ${attemptRowView(r).description}`, row: r }));
+}
+
+/**
+ * The modal before "Land This Attempt": what lands where and which attempts go; one
+ * button per land mode the sidecar names.
+ */
+export function landAttemptConfirm(
+  r: AttemptRow,
+  rows: readonly AttemptRow[],
+  modes: readonly string[],
+): { message: string; detail: string; buttons: { title: string; how: string }[] } {
+  const others = rows.filter((x) => x.index !== r.index && x.branchPresent);
+  const lines = [`${r.branch} (${attemptRowView(r).description}) lands into the host's branch.`];
+  if (others.length > 0) {
+    lines.push('', 'Then the others are discarded:', ...others.map((x) => `  #${x.index} ${x.branch}`));
+    lines.push('', 'One whose work is found nowhere else, or with uncommitted files, is kept, and you are told why.');
+  }
+  return {
+    message: `Land attempt #${r.index} and discard the other${others.length === 1 ? '' : 's'}?`,
+    detail: lines.join('\n'),
+    buttons: modes.map((how) => ({ title: `Land (${how})`, how })),
+  };
+}
+
+/**
+ * What `slipway.landAttempt` did: landed, discarded, and what was kept with why. When
+ * some were kept (their work is found nowhere else), `discardKept` is the button that
+ * sends the land again with `force`.
+ */
+export function attemptLandedView(
+  branch: string,
+  a: LandAttemptResult,
+): { message: string; detail: string; warning: boolean; discardKept: string } {
+  const parts = [landedMessage(`attempt #${a.index} (${branch})`, a.landed)];
+  if (a.discarded.length > 0) {
+    parts.push(`discarded ${a.discarded.map((i) => `#${i}`).join(', ')}`);
+  }
+  if (a.kept.length > 0) {
+    parts.push(`kept ${a.kept.map((k) => `#${k.index}`).join(', ')}`);
+  }
+  return {
+    message: parts.join('; '),
+    detail: a.kept.map((k) => `#${k.index} ${k.branch} was kept: ${k.reason}`).join('\n'),
+    warning: a.kept.length > 0,
+    discardKept: `Discard ${a.kept.length === 1 ? 'It' : 'Them'} Too (Lose the Work)`,
+  };
+}
+
+// ---------------------------------------------------------------------------
 // Land and discard
 
 const LAND_DESCRIPTION: Record<string, string> = {
@@ -658,6 +805,8 @@ export interface DiffDocRef {
   worktree: string;
   path: string;
   side: 'base' | 'worktree';
+  /** The base side is this branch's tip (another attempt) instead of the base. */
+  against?: string;
 }
 
 export const DIFF_SCHEME = 'slipway-base';
@@ -675,7 +824,13 @@ export function parseDiffDocQuery(query: string): DiffDocRef | undefined {
     }
     const r = v as Record<string, unknown>;
     if (typeof r.root === 'string' && typeof r.worktree === 'string' && typeof r.path === 'string' && (r.side === 'base' || r.side === 'worktree')) {
-      return { root: r.root, worktree: r.worktree, path: r.path, side: r.side };
+      const ref: DiffDocRef = { root: r.root, worktree: r.worktree, path: r.path, side: r.side };
+      if (typeof r.against === 'string') {
+        ref.against = r.against;
+      } else if (r.against !== undefined) {
+        return undefined;
+      }
+      return ref;
     }
   } catch {
     // not ours
@@ -683,9 +838,9 @@ export function parseDiffDocQuery(query: string): DiffDocRef | undefined {
   return undefined;
 }
 
-/** The diff editor's title. */
-export function diffTitle(file: string, branch: string, base: string): string {
-  return `${path.posix.basename(file)} (${base.slice(0, 8)} ↔ ${branch})`;
+/** The diff editor's title: against a base commit, or against another branch's tip. */
+export function diffTitle(file: string, branch: string, base: string, against?: string): string {
+  return `${path.posix.basename(file)} (${against ?? base.slice(0, 8)} ↔ ${branch})`;
 }
 
 // ---------------------------------------------------------------------------

@@ -25,8 +25,15 @@ export const COMMANDS = [
   'slipway.log',
   'slipway.seen',
   'slipway.trust',
+  'slipway.attempts',
+  'slipway.landAttempt',
 ] as const;
-export type CommandName = (typeof COMMANDS)[number];
+/**
+ * Commands sent when the sidecar has them, with a fallback when it answers "unknown
+ * command" (an older `slipway`): not required of it.
+ */
+export const OPTIONAL_COMMANDS = ['slipway.attemptGroups'] as const;
+export type CommandName = (typeof COMMANDS)[number] | (typeof OPTIONAL_COMMANDS)[number];
 
 // ---------------------------------------------------------------------------
 // Arguments
@@ -161,7 +168,14 @@ export interface RunArgs {
   workspace?: string | WorkspacePlan;
   /** Answers to the workspace's `ask` mounts, keyed by `dst`. */
   sources?: MountSources;
+  /** Run this many attempts as one group (§5.18): the answer is `GroupStarted`. */
+  attempts?: number;
+  /** A shell command run in each run's sandbox after the agent ends. */
+  check?: string;
 }
+
+/** `slipway.run` with `attempts`. */
+export type AttemptsRunArgs = RunArgs & { attempts: number };
 
 export type HandoffArgs = RunArgs & { worktree: string };
 
@@ -183,6 +197,8 @@ export interface DiffArgs {
   worktree: string;
   /** One file: the answer carries its texts instead of the file list. */
   path?: string;
+  /** Another attempt's branch: the worktree is compared with its tip instead of the base. */
+  against?: string;
 }
 
 export interface LandArgs {
@@ -355,6 +371,106 @@ export interface RunStarted {
   runId: string;
 }
 
+/** `slipway.run` with `attempts`: the group and its runs, in attempt order. */
+export interface GroupStarted {
+  groupId: string;
+  runIds: string[];
+}
+
+export interface AttemptsArgs {
+  root: string;
+  groupId: string;
+}
+
+/** What the check after the agent found (`check` of a run's result and of an attempt row). */
+export interface CheckResult {
+  command: string;
+  passed: boolean;
+  /** Null when it ran longer than `hookTimeoutSecs` and was stopped. */
+  exitCode: number | null;
+  /** Its last lines of output (stdout and stderr). */
+  tail: string[];
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens?: number;
+  costUsd?: number | null;
+}
+
+/** One attempt of a group as `slipway.attempts` compares it (§5.18). */
+export interface AttemptRow {
+  index: number;
+  runId: string;
+  agent: string;
+  branch: string;
+  /** False once the branch is gone (landed and discarded): its counts are zero then. */
+  branchPresent: boolean;
+  /** `running`, or how it ended; null when its run left no record. */
+  status: string | null;
+  check: CheckResult | null;
+  commits: number;
+  filesChanged: number;
+  linesAdded: number;
+  linesRemoved: number;
+  seconds: number | null;
+  usage: Usage | null;
+}
+
+export interface AttemptsResult {
+  groupId: string;
+  /** Seconds since the epoch. */
+  created: number;
+  sourceCommit: string;
+  strategy: WorktreeStrategy;
+  into: string | null;
+  check: string | null;
+  attempts: { index: number; runId: string; agent: string; branch: string }[];
+  rows: AttemptRow[];
+}
+
+/** One group of `slipway.attemptGroups`, newest first. */
+export interface AttemptGroup {
+  groupId: string;
+  /** Seconds since the epoch. */
+  created: number;
+  strategy: WorktreeStrategy;
+  into: string | null;
+  sourceCommit?: string;
+  check?: string | null;
+  /** The prompt's first line; absent for a prompt file. */
+  prompt?: string | null;
+  /** How many attempts it has. */
+  attempts: number;
+  /** How many of them are running. */
+  running: number;
+}
+
+export interface AttemptGroupsResult {
+  groups: AttemptGroup[];
+}
+
+export interface LandAttemptArgs {
+  root: string;
+  groupId: string;
+  index: number;
+  /** One of `Vocabularies.landModes`; default merge. */
+  how?: string;
+  /** Discard the others even when their work would be lost. */
+  force?: boolean;
+}
+
+export interface LandAttemptResult {
+  groupId: string;
+  index: number;
+  landed: LandResult;
+  /** The attempts discarded. */
+  discarded: number[];
+  /** The attempts kept, and why (work found nowhere else, uncommitted files). */
+  kept: { index: number; branch: string; reason: string }[];
+}
+
 export interface CancelResult {
   runId: string;
   status: 'cancelling' | 'finished';
@@ -415,8 +531,10 @@ export interface SensitiveChange extends Sensitivity {
 }
 
 export interface DiffResult {
-  /** Where the branch meets its target now. */
+  /** Where the branch meets its target now (with `against`: that branch's tip). */
   base: string;
+  /** The branch compared with, when `against` was given. */
+  against?: string;
   recordedBase?: string;
   target?: string;
   head: string;
@@ -599,6 +717,8 @@ export interface RunFinished {
   mergedInto?: string | null;
   /** Every commit the merge back brought into `mergedInto`; absent when empty. */
   mergedCommits?: { sha: string }[];
+  /** What the check after the agent found; absent without `check`. */
+  check?: CheckResult;
 }
 
 /** `slipway/log` params: text appended to a followed run's log. */
@@ -771,6 +891,10 @@ export const requests = {
   runs: (args: RunsArgs) => request<RunsArgs, RunsResult>('slipway.runs', args),
   log: (args: LogArgs) => request<LogArgs, LogResult>('slipway.log', args),
   trust: (args: TrustArgs) => request<TrustArgs, TrustResult>('slipway.trust', args),
+  runAttempts: (args: AttemptsRunArgs) => request<AttemptsRunArgs, GroupStarted>('slipway.run', args),
+  attempts: (args: AttemptsArgs) => request<AttemptsArgs, AttemptsResult>('slipway.attempts', args),
+  attemptGroups: (args: RootArgs) => request<RootArgs, AttemptGroupsResult>('slipway.attemptGroups', args),
+  landAttempt: (args: LandAttemptArgs) => request<LandAttemptArgs, LandAttemptResult>('slipway.landAttempt', args),
 };
 
 /** Whatever sends `workspace/executeCommand`: a LanguageClient or a raw jsonrpc connection. */
@@ -778,7 +902,7 @@ export interface CommandTransport {
   executeCommand(params: { command: string; arguments: unknown[] }): Promise<unknown>;
 }
 
-/** Typed access to the ten commands over a transport. Errors become `SlipwayError`. */
+/** Typed access to the commands over a transport. Errors become `SlipwayError`. */
 export class SlipwayApi {
   constructor(private readonly transport: CommandTransport) {}
 
@@ -822,13 +946,13 @@ export class SlipwayApi {
   workspaces(): Promise<WorkspacesResult> {
     return this.send(requests.workspaces({}));
   }
-  /** The files a worktree changed against its base. */
-  diff(root: string, worktree: string): Promise<DiffResult> {
-    return this.send(requests.diff({ root, worktree }));
+  /** The files a worktree changed against its base (or against the tip of another attempt's branch). */
+  diff(root: string, worktree: string, against?: string): Promise<DiffResult> {
+    return this.send(requests.diff(against === undefined ? { root, worktree } : { root, worktree, against }));
   }
-  /** One file's base and worktree texts. */
-  diffFile(root: string, worktree: string, path: string): Promise<DiffFileText> {
-    return this.send(requests.diffFile({ root, worktree, path }));
+  /** One file's base (or `against`) and worktree texts. */
+  diffFile(root: string, worktree: string, path: string, against?: string): Promise<DiffFileText> {
+    return this.send(requests.diffFile(against === undefined ? { root, worktree, path } : { root, worktree, path, against }));
   }
   land(args: LandArgs): Promise<LandResult> {
     return this.send(requests.land(args));
@@ -856,6 +980,22 @@ export class SlipwayApi {
   }
   trust(args: TrustArgs): Promise<TrustResult> {
     return this.send(requests.trust(args));
+  }
+  /** Starts `attempts` runs of one request as a group. */
+  runAttempts(args: AttemptsRunArgs): Promise<GroupStarted> {
+    return this.send(requests.runAttempts(args));
+  }
+  /** A group's attempts side by side. */
+  attempts(root: string, groupId: string): Promise<AttemptsResult> {
+    return this.send(requests.attempts({ root, groupId }));
+  }
+  /** The repository's groups of attempts, newest first (a newer sidecar's). */
+  attemptGroups(root: string): Promise<AttemptGroupsResult> {
+    return this.send(requests.attemptGroups({ root }));
+  }
+  /** Lands one attempt and discards the others. */
+  landAttempt(args: LandAttemptArgs): Promise<LandAttemptResult> {
+    return this.send(requests.landAttempt(args));
   }
 }
 

@@ -6,16 +6,22 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
   appendLog,
+  attemptGroupView,
+  attemptRowView,
   DIFF_SCHEME,
   diffDocQuery,
   diffFileView,
+  diffTitle,
+  type GroupSummary,
   parseDiffDocQuery,
   runNodeView,
   type TreeItemView,
   worktreeNodeView,
 } from './model';
 import {
+  type AttemptRow,
   type DiffFile,
+  type GroupStarted,
   isUnknownCommand,
   type LogNotification,
   type RunInfo,
@@ -27,8 +33,13 @@ import type { Sidecar } from './sidecar';
 export type WorktreeNode = { kind: 'worktree'; root: string; worktree: WorktreeStatus };
 export type FileNode = { kind: 'file'; root: string; worktree: WorktreeStatus; base: string; file: DiffFile };
 export type RunNode = { kind: 'run'; root: string; run: RunInfo };
+export type GroupNode = { kind: 'group'; root: string; group: GroupSummary };
+/** An attempt, with its group's other attempts (the "Diff Against Attempt…" picker offers them). */
+export type AttemptNode = { kind: 'attempt'; root: string; groupId: string; row: AttemptRow; rows: AttemptRow[] };
+/** A file an attempt's branch changed: `worktreePath` when its worktree is there. */
+export type AttemptFileNode = { kind: 'attemptFile'; root: string; attempt: AttemptNode; worktreePath?: string; base: string; file: DiffFile };
 type NoteNode = { kind: 'note'; id: string; text: string; icon: string; tooltip?: string };
-export type ViewNode = WorktreeNode | FileNode | RunNode | NoteNode;
+export type ViewNode = WorktreeNode | FileNode | RunNode | GroupNode | AttemptNode | AttemptFileNode | NoteNode;
 
 export function isNode(x: unknown): x is ViewNode {
   return typeof x === 'object' && x !== null && 'kind' in x && typeof (x).kind === 'string';
@@ -207,12 +218,169 @@ export class RunsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.D
   }
 }
 
-/** `slipway-base:` documents: one side of a worktree file, from `slipway.diff` with `path`. */
+/**
+ * Attempts: the groups of every watched repository (`slipway.attemptGroups`; from an
+ * older sidecar, the groups this window started), each expanding to its attempts
+ * (`slipway.attempts`) whose branch is still there, each expanding to its changed files.
+ * A `slipway/runFinished` of one of the groups' runs redraws the view.
+ */
+export class AttemptsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<ViewNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly subscriptions: vscode.Disposable[];
+  /** Groups this window started, by repository, newest first: the list when the sidecar has no `slipway.attemptGroups`. */
+  private readonly started = new Map<string, GroupSummary[]>();
+  /** The runs of the groups shown: their end redraws the view. */
+  private readonly groupRuns = new Set<string>();
+  /** A shown group has runs going whose ids this window has not seen (not expanded yet). */
+  private unseenRunning = false;
+  /** The attempt this window landed, by group. */
+  private readonly landed = new Map<string, number>();
+
+  constructor(private readonly sidecar: Sidecar) {
+    this.subscriptions = [
+      sidecar.onRunFinished((p) => {
+        if (this.groupRuns.has(p.runId) || this.unseenRunning) {
+          this.refresh();
+        }
+      }),
+    ];
+  }
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  /** A group this window started (`slipway.run` with `attempts` answered it). */
+  addStarted(root: string, answer: GroupStarted, prompt: string | undefined): void {
+    const list = this.started.get(root) ?? [];
+    list.unshift({ groupId: answer.groupId, created: Date.now() / 1000, attempts: answer.runIds.length, running: answer.runIds.length, prompt: prompt ?? null });
+    this.started.set(root, list);
+    for (const id of answer.runIds) {
+      this.groupRuns.add(id);
+    }
+    this.refresh();
+  }
+
+  /** `index` of `groupId` was landed here: its row says so. */
+  markLanded(groupId: string, index: number): void {
+    this.landed.set(groupId, index);
+    this.refresh();
+  }
+
+  getTreeItem(n: ViewNode): vscode.TreeItem {
+    switch (n.kind) {
+      case 'group': {
+        const t = item(attemptGroupView(n.group), vscode.TreeItemCollapsibleState.Expanded);
+        t.id = `group:${n.group.groupId}`;
+        return t;
+      }
+      case 'attempt': {
+        const t = item(attemptRowView(n.row, this.landed.get(n.groupId) === n.row.index), vscode.TreeItemCollapsibleState.Collapsed);
+        t.id = `attempt:${n.groupId}:${n.row.index}`;
+        return t;
+      }
+      case 'attemptFile': {
+        const t = item(diffFileView(n.file), vscode.TreeItemCollapsibleState.None);
+        t.id = `attemptFile:${n.attempt.groupId}:${n.attempt.row.index}:${n.file.path}`;
+        t.contextValue = 'slipway.attemptFile';
+        t.command = { command: 'slipway.openDiff', title: 'Open Changes', arguments: [n] };
+        return t;
+      }
+      case 'note':
+        return noteItem(n);
+    }
+    return new vscode.TreeItem('');
+  }
+
+  async getChildren(n?: ViewNode): Promise<ViewNode[]> {
+    const api = this.sidecar.api;
+    if (api === undefined) {
+      return [];
+    }
+    if (n === undefined) {
+      return this.groups();
+    }
+    try {
+      if (n.kind === 'group') {
+        const answer = await api.attempts(n.root, n.group.groupId);
+        const rows = answer.rows.filter((r) => r.branchPresent);
+        for (const r of answer.rows) {
+          this.groupRuns.add(r.runId);
+        }
+        // A group known from its start counts its running attempts from the rows.
+        const running = answer.rows.filter((r) => r.status === 'running').length;
+        if (this.started.get(n.root)?.includes(n.group) && n.group.running !== running) {
+          n.group.running = running;
+          this.changed.fire(n);
+        }
+        if (rows.length === 0) {
+          return [{ kind: 'note', id: `note:${n.group.groupId}`, text: 'no attempt left: landed or discarded', icon: 'check' }];
+        }
+        return rows.map((row): ViewNode => ({ kind: 'attempt', root: n.root, groupId: n.group.groupId, row, rows }));
+      }
+      if (n.kind === 'attempt') {
+        const diff = await api.diff(n.root, n.row.branch);
+        const worktreePath = this.worktreeOf(n.root, n.row.branch)?.path;
+        if (diff.files.length === 0) {
+          return [{ kind: 'note', id: `note:${n.groupId}:${n.row.index}`, text: 'no changes against the base', icon: 'check' }];
+        }
+        return diff.files.map((file): ViewNode => ({ kind: 'attemptFile', root: n.root, attempt: n, worktreePath, base: diff.base, file }));
+      }
+    } catch (error) {
+      return [note(`note:${n.kind}:${n.kind === 'group' ? n.group.groupId : ''}`, error, n.kind === 'group' ? 'slipway.attempts' : 'slipway.diff')];
+    }
+    return [];
+  }
+
+  /** The worktree of `branch` in the last status, if it has one. */
+  worktreeOf(root: string, branch: string): WorktreeStatus | undefined {
+    return this.sidecar.status?.repositories.find((r) => r.root === root)?.worktrees.find((w) => w.branch === branch);
+  }
+
+  private async groups(): Promise<ViewNode[]> {
+    const api = this.sidecar.api;
+    const repos = this.sidecar.status?.repositories ?? [];
+    if (api === undefined) {
+      return [];
+    }
+    const out: ViewNode[] = [];
+    let unseen = false;
+    for (const r of repos) {
+      let groups: GroupSummary[];
+      try {
+        groups = (await api.attemptGroups(r.root)).groups;
+      } catch (error) {
+        if (!isUnknownCommand(error)) {
+          out.push(note(`note:groups:${r.root}`, error, 'slipway.attemptGroups'));
+          continue;
+        }
+        groups = this.started.get(r.root) ?? [];
+      }
+      for (const group of groups) {
+        unseen ||= group.running > 0;
+        out.push({ kind: 'group', root: r.root, group });
+      }
+    }
+    this.unseenRunning = unseen;
+    return out;
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) {
+      s.dispose();
+    }
+    this.changed.dispose();
+  }
+}
+
+/** `slipway-base:` documents: one side of a worktree file, from `slipway.diff` with `path` (and `against`). */
 export class DiffDocuments implements vscode.TextDocumentContentProvider {
   constructor(private readonly sidecar: Sidecar) {}
 
-  static uri(root: string, worktree: string, file: string, side: 'base' | 'worktree'): vscode.Uri {
-    return vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${file}`, query: diffDocQuery({ root, worktree, path: file, side }) });
+  static uri(root: string, worktree: string, file: string, side: 'base' | 'worktree', against?: string): vscode.Uri {
+    const ref = against === undefined ? { root, worktree, path: file, side } : { root, worktree, path: file, side, against };
+    return vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${file}`, query: diffDocQuery(ref) });
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
@@ -221,7 +389,7 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider {
     if (ref === undefined || api === undefined) {
       throw new Error(`slipway: cannot read ${uri.toString()}`);
     }
-    const answer = await api.diffFile(ref.root, ref.worktree, ref.path);
+    const answer = await api.diffFile(ref.root, ref.worktree, ref.path, ref.against);
     if (answer.binary) {
       return '(binary file)';
     }
@@ -229,14 +397,34 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider {
   }
 }
 
+/** One changed file to show in the diff editor: of a worktree, or of a branch (an attempt's). */
+export interface DiffTarget {
+  root: string;
+  /** The `worktree` selector: an id, a path or a branch. */
+  selector: string;
+  branch: string;
+  /** The worktree's folder, when there is one: its side is the file itself. */
+  worktreePath?: string;
+  base: string;
+  /** Compared with this branch's tip instead of the base. */
+  against?: string;
+  file: DiffFile;
+}
+
 /** Opens the diff editor of a changed file: its base (virtual) against the worktree file. */
 export async function openDiff(n: FileNode): Promise<void> {
-  const { file, worktree, root } = n;
-  const left = DiffDocuments.uri(root, worktree.id, file.path, 'base');
+  await openDiffOf({ root: n.root, selector: n.worktree.id, branch: n.worktree.branch, worktreePath: n.worktree.path, base: n.base, file: n.file });
+}
+
+/** The diff editor of `t`: the base (or `against`) side virtual, the other side the file on disk when it is there. */
+export async function openDiffOf(t: DiffTarget): Promise<void> {
+  const { file } = t;
+  const left = DiffDocuments.uri(t.root, t.selector, file.path, 'base', t.against);
   const right =
-    file.status === 'deleted' ? DiffDocuments.uri(root, worktree.id, file.path, 'worktree') : vscode.Uri.file(path.join(worktree.path, file.path));
-  const title = `${path.posix.basename(file.path)} (${n.base.slice(0, 8)} ↔ ${worktree.branch})`;
-  await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
+    file.status === 'deleted' || t.worktreePath === undefined
+      ? DiffDocuments.uri(t.root, t.selector, file.path, 'worktree', t.against)
+      : vscode.Uri.file(path.join(t.worktreePath, file.path));
+  await vscode.commands.executeCommand('vscode.diff', left, right, diffTitle(file.path, t.branch, t.base, t.against), { preview: true });
 }
 
 interface Followed {

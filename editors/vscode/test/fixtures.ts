@@ -125,3 +125,18 @@ export function writeCommittingAgent(dir: string, count: number, name = 'agent.s
   );
   return file;
 }
+
+/**
+ * An agent script for attempts: attempt `i` (the last part of its branch, `<branch>/i`)
+ * writes `attempt.txt` naming it and `lines.txt` with `i` lines, and commits them.
+ */
+export const ATTEMPT_AGENT = [
+  '#!/bin/sh',
+  'set -e',
+  'i=${SLIPWAY_SOURCE_BRANCH##*/}',
+  "printf 'attempt %s\\n' \"$i\" > attempt.txt",
+  'seq 1 "$i" > lines.txt',
+  'git add attempt.txt lines.txt',
+  'git commit -q -m "attempt $i"',
+  '',
+].join('\n');

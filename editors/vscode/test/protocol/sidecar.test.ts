@@ -28,7 +28,7 @@ describe('slipway lsp, driven through the extension request builders', () => {
   });
 
   it('advertises every command the extension sends, protocol 1 and the names it accepts (landModes too)', () => {
-    // The sidecar may offer more than this extension sends (slipway.attempts has no VS Code side yet).
+    // The sidecar may offer more than this extension sends; the attempts commands are among those it sends.
     const advertised = new Set(init.capabilities.executeCommandProvider?.commands ?? []);
     assert.deepEqual(COMMANDS.filter((c) => !advertised.has(c)), []);
     assert.equal(init.capabilities.experimental?.slipwayProtocol, PROTOCOL_VERSION);

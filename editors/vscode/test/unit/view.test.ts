@@ -20,7 +20,7 @@ import {
   STATUS_ICON,
   worktreeNodeView,
 } from '../../src/model';
-import { COMMANDS, type DiffFile, isUnknownCommand, requests, type RunInfo, SlipwayApi } from '../../src/protocol';
+import { COMMANDS, type DiffFile, OPTIONAL_COMMANDS, isUnknownCommand, requests, type RunInfo, SlipwayApi } from '../../src/protocol';
 import { runFinished, worktree } from './builders';
 
 function file(extra: Partial<DiffFile> = {}): DiffFile {
@@ -217,11 +217,11 @@ describe('the manifest', () => {
   };
   const root = path.resolve(__dirname, '..', '..', '..');
 
-  it('has its own view container with its own SVG icon, and the two views', () => {
+  it('has its own view container with its own SVG icon, and the three views', () => {
     const [container] = manifest.contributes.viewsContainers.activitybar;
     assert.equal(container.id, 'slipway');
     assert.match(fs.readFileSync(path.join(root, container.icon), 'utf8'), /^<svg /);
-    assert.deepEqual(manifest.contributes.views.slipway.map((v) => v.id), ['slipway.worktrees', 'slipway.runs']);
+    assert.deepEqual(manifest.contributes.views.slipway.map((v) => v.id), ['slipway.worktrees', 'slipway.runs', 'slipway.attempts']);
     assert.ok(fs.statSync(path.join(root, manifest.contributes.icons['slipway-logo'].default.fontPath)).size > 0);
   });
 
@@ -231,7 +231,7 @@ describe('the manifest', () => {
   });
 
   it('declares no command the sidecar advertises (the language client registers those itself)', () => {
-    const server = new Set<string>(COMMANDS);
+    const server = new Set<string>([...COMMANDS, ...OPTIONAL_COMMANDS]);
     for (const c of manifest.contributes.commands) {
       assert.ok(!server.has(c.command), `${c.command} collides with the sidecar's command of that name`);
     }
