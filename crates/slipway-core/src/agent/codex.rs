@@ -24,6 +24,8 @@
 //! `item.updated` / `item.completed {item}` with item types `agent_message`,
 //! `reasoning`, `command_execution`, `file_change`, `mcp_tool_call`,
 //! `web_search`, `todo_list`, `error`, and a top-level `error {message}`.
+//! A `command_execution` whose `status` is `declined` was refused by the
+//! approval policy: [`AgentEvent::PermissionDenied`].
 //! Tool calls are reported once, from `item.completed` (some kinds, such as
 //! `file_change`, have no `item.started`). The final answer is the last
 //! `agent_message` of the turn, reported as `Result` at `turn.completed`.
@@ -202,6 +204,13 @@ fn completed_item(state: &SharedState, item: &Value, out: &mut Vec<AgentEvent>) 
             let text = str_at(item, "text").unwrap_or_default();
             push_text(out, text);
             state.set_last_text(text);
+        }
+        // A command the approval policy refused: nobody was there to allow it.
+        Some("command_execution") if str_at(item, "status") == Some("declined") => {
+            out.push(AgentEvent::PermissionDenied {
+                tool: "command_execution".to_owned(),
+                target: str_at(item, "command").map(str::to_owned),
+            })
         }
         Some("command_execution") => out.push(tool(
             "command_execution",

@@ -111,6 +111,15 @@ pub enum AgentEvent {
         /// What the agent said.
         message: String,
     },
+    /// The agent was refused a permission it asked for (nobody is there to
+    /// grant it in an unattended run): the run ends asking the user.
+    PermissionDenied {
+        /// The tool it wanted (`Bash`, `command_execution`, …).
+        tool: String,
+        /// What it wanted it for (the command, the file), when it says.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+    },
     /// Something besides the assistant's words: a line outside the agent's
     /// event stream (a warning on stderr, a question, a banner) or a notice in
     /// it (a retry, missing model metadata). It goes to the log; it is never
@@ -176,7 +185,7 @@ pub(crate) fn argument(input: &Value, keys: &[&str]) -> Option<String> {
 }
 
 /// `text` cut to `width` characters, an ellipsis marking the cut.
-fn cut(text: &str, width: usize) -> String {
+pub(crate) fn cut(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }

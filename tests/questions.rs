@@ -1,0 +1,279 @@
+//! Runs that end asking the user (`needsInput`) and the replies that answer
+//! them (`slipway reply`): the question recognised in what the agent said,
+//! its work brought back as usual, its worktree kept, and the reply resuming
+//! the same session there as a new run whose record names the one it answers.
+//! With the `command` agent (its last line asks) and with the real Claude
+//! Code and Codex CLIs against the scripted model; and the typed errors.
+
+use crate::common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use common::agents::{AgentWorld, output_within};
+use common::model_server::{FINAL_TEXT, Script, Turn};
+use common::*;
+
+const QUESTION: &str = "Should I also add a test for it, or do you want to keep the change small?";
+const ANSWER: &str = "Yes, add a test.";
+const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// A command agent that commits, and then asks unless its prompt is the answer.
+fn asking_agent(env: &TestEnv) -> String {
+    env.script(
+        "asker",
+        &format!(
+            r#"set -e
+if [ "$SLIPWAY_PROMPT" = "{ANSWER}" ]; then
+  echo test >> test.txt && git add test.txt && git commit -q -m 'agent: the test'
+  echo "Added the test."
+else
+  echo work >> work.txt && git add work.txt && git commit -q -m 'agent: the work'
+  echo "Done with the work."
+  echo
+  echo "{QUESTION}"
+fi
+"#
+        ),
+    )
+    .display()
+    .to_string()
+}
+
+/// `slipway --json reply RUN ANSWER` in `dir`: its result, or its error.
+fn reply(env: &TestEnv, dir: &Path, run: &str, answer: &str) -> Result<Value, Value> {
+    let out = output_within(
+        {
+            let mut cmd = env.slipway_cmd(dir);
+            cmd.args(["--json", "reply", run, answer]);
+            cmd
+        },
+        RUN_LIMIT,
+    );
+    if let Some(error) = json_error(&out.stderr).filter(|_| out.stdout.is_empty()) {
+        return Err(error);
+    }
+    Ok(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "slipway reply printed no result ({e}):\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }))
+}
+
+/// The record of `run` under `.slipway/runs/`.
+fn record(repo: &Path, run: &str) -> Value {
+    let path = repo.join(".slipway/runs").join(format!("{run}.json"));
+    serde_json::from_slice(&std::fs::read(&path).expect("run record")).expect("record JSON")
+}
+
+#[test]
+fn a_command_agent_that_asks_ends_needs_input_and_the_reply_finishes_in_its_worktree() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = asking_agent(&env);
+    let (_, first, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--strategy",
+            "merge-to-head",
+            "--prompt",
+            "Do the work.",
+            "--",
+            &agent,
+        ],
+    );
+    assert_eq!(first["status"], "needsInput", "{first}\n{log}");
+    assert_eq!(first["question"]["text"], QUESTION, "{first}");
+    assert_eq!(first["question"]["reason"], "asked", "{first}");
+    assert!(first["error"].is_null(), "{first}");
+    // The work so far came home as usual, and the worktree waits for the reply.
+    assert_eq!(commit_shas(&first).len(), 1, "{first}");
+    assert_eq!(env.rev(&repo, "main"), commit_shas(&first)[0]);
+    let worktree = s(&first, "worktreePath").to_owned();
+    assert!(Path::new(&worktree).is_dir(), "the worktree is kept");
+    let run_id = s(&first, "runId").to_owned();
+
+    let runs = env.slipway_json(&repo, &["runs"]);
+    let listed = &runs["runs"][0];
+    assert_eq!(listed["status"], "needsInput", "{runs}");
+    assert_eq!(listed["question"]["text"], QUESTION, "{runs}");
+    let text = String::from_utf8_lossy(&env.slipway(&repo, &["runs"]).stdout).into_owned();
+    assert!(text.contains(&format!("asks: {QUESTION}")), "{text}");
+
+    let second = reply(&env, &repo, &run_id, ANSWER).expect("the reply runs");
+    assert_eq!(second["status"], "completed", "{second}");
+    assert_eq!(second["replyTo"], run_id.as_str(), "{second}");
+    assert_eq!(
+        second["worktreePath"],
+        worktree.as_str(),
+        "the same worktree"
+    );
+    assert_eq!(commit_shas(&second).len(), 1, "{second}");
+    assert_eq!(
+        env.git(&repo, &["log", "--format=%s", "main"]),
+        "agent: the test\nagent: the work\ninitial commit",
+        "both runs' commits are on main"
+    );
+    assert!(
+        !Path::new(&worktree).exists(),
+        "the reply finished the merge-to-head worktree as the first run would have"
+    );
+    assert_eq!(
+        record(&repo, s(&second, "runId"))["replyTo"],
+        run_id.as_str()
+    );
+
+    // Answered once: a second reply is refused.
+    let again = reply(&env, &repo, &run_id, ANSWER).expect_err("answered already");
+    assert_eq!(again["kind"], "notWaitingForInput", "{again}");
+}
+
+#[test]
+fn replies_that_cannot_be_sent_are_typed_errors() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let unknown = reply(&env, &repo, "run-1-abc", ANSWER).expect_err("no such run");
+    assert_eq!(unknown["kind"], "unknownRun", "{unknown}");
+    let malformed = reply(&env, &repo, "../x", ANSWER).expect_err("not an id");
+    assert_eq!(malformed["kind"], "invalidParams", "{malformed}");
+
+    let done = env.script("done", "echo all done\n");
+    let (_, completed, _) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "b",
+            "--prompt",
+            "x",
+            "--",
+            &done.display().to_string(),
+        ],
+    );
+    assert_eq!(completed["status"], "completed", "{completed}");
+    let refused = reply(&env, &repo, s(&completed, "runId"), ANSWER).expect_err("not asking");
+    assert_eq!(refused["kind"], "notWaitingForInput", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("completed")),
+        "{refused}"
+    );
+
+    // A run of an agent that keeps sessions, whose record names none: the
+    // reply cannot resume it (the record is edited as an older run left it).
+    let agent = asking_agent(&env);
+    let (_, asked, _) = env.run_result(
+        &repo,
+        &[
+            "--json", "run", "--branch", "c", "--prompt", "x", "--", &agent,
+        ],
+    );
+    assert_eq!(asked["status"], "needsInput", "{asked}");
+    let run_id = s(&asked, "runId");
+    let path = repo.join(".slipway/runs").join(format!("{run_id}.json"));
+    let mut edited = record(&repo, run_id);
+    edited["resumable"]["agent"] = serde_json::json!({"type": "claude-code"});
+    std::fs::write(&path, edited.to_string()).expect("edit the record");
+    let none = reply(&env, &repo, run_id, ANSWER).expect_err("no session");
+    assert_eq!(none["kind"], "noSessionToResume", "{none}");
+    let empty = reply(&env, &repo, run_id, "  ").expect_err("empty answer");
+    assert_eq!(empty["kind"], "invalidParams", "{empty}");
+}
+
+/// The real CLI: a run whose model commits and then asks ends `needsInput`;
+/// the reply continues the same session (the model sees the question and the
+/// answer in one conversation), commits, and chains to the first run.
+fn real_agent_asks_and_the_reply_resumes_the_session(agent: &str) {
+    let world = AgentWorld::new(
+        agent,
+        Script::CommitThenSay(format!("I committed hello.txt.\n\n{QUESTION}")),
+    );
+    let (first, error) = world.run(
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--idle-timeout",
+            "120",
+            "--prompt",
+            "Create hello.txt and commit it.",
+        ],
+        RUN_LIMIT,
+    );
+    let log = AgentWorld::log_of(&first);
+    assert!(error.is_none(), "{agent}: {error:?}\n{first}\n{log}");
+    assert_eq!(
+        first["status"],
+        "needsInput",
+        "{agent}: {first}\n{log}\n{}",
+        world.server.describe()
+    );
+    assert_eq!(first["question"]["text"], QUESTION, "{agent}: {first}");
+    let session = s(&first, "sessionId").to_owned();
+    assert_eq!(first["question"]["sessionId"], session.as_str(), "{first}");
+    assert_eq!(commit_shas(&first).len(), 1, "{agent}: {first}\n{log}");
+    let run_id = s(&first, "runId").to_owned();
+
+    world.server.clear_log();
+    world.server.set_script(Script::EditAndCommit);
+    let second = reply(&world.env, &world.repo, &run_id, ANSWER)
+        .unwrap_or_else(|e| panic!("{agent}: the reply was refused: {e}"));
+    let log = AgentWorld::log_of(&second);
+    assert_eq!(
+        second["status"],
+        "completed",
+        "{agent}: {second}\n{log}\n{}",
+        world.server.describe()
+    );
+    assert_eq!(second["finalText"], FINAL_TEXT, "{second}");
+    assert_eq!(
+        second["sessionId"],
+        session.as_str(),
+        "{agent}: the same session"
+    );
+    assert_eq!(second["replyTo"], run_id.as_str(), "{second}");
+    assert_eq!(
+        second["worktreePath"], first["worktreePath"],
+        "the same worktree"
+    );
+    let opening = world
+        .server
+        .model_requests()
+        .into_iter()
+        .find(|e| e.turn == Some(Turn::Opening))
+        .unwrap_or_else(|| panic!("{agent} never asked the model:\n{log}"))
+        .body
+        .to_string();
+    assert!(
+        opening.contains(ANSWER)
+            && opening.contains(QUESTION)
+            && opening.contains("agent: hello 1"),
+        "{agent}: the answer reached the model in the conversation that asked:\n{opening}"
+    );
+    assert_eq!(
+        world.env.git(&world.repo, &["log", "--format=%s", "main"]),
+        "agent: hello 2\nagent: hello 1\ninitial commit",
+        "{agent}: both runs' commits are on main"
+    );
+    assert_eq!(
+        record(&world.repo, s(&second, "runId"))["replyTo"],
+        run_id.as_str()
+    );
+}
+
+#[test]
+fn claude_code_asks_and_the_reply_resumes_the_session() {
+    real_agent_asks_and_the_reply_resumes_the_session("claude-code");
+}
+
+#[test]
+fn codex_asks_and_the_reply_resumes_the_session() {
+    real_agent_asks_and_the_reply_resumes_the_session("codex");
+}
