@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = EVENT_DEADLINE;
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 19] = [
+const DESIGN_COMMANDS: [&str; 20] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -25,6 +25,7 @@ const DESIGN_COMMANDS: [&str; 19] = [
     "slipway.run",
     "slipway.handoff",
     "slipway.cancel",
+    "slipway.reply",
     "slipway.close",
     "slipway.status",
     "slipway.workspaces",

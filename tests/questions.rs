@@ -277,3 +277,98 @@ fn claude_code_asks_and_the_reply_resumes_the_session() {
 fn codex_asks_and_the_reply_resumes_the_session() {
     real_agent_asks_and_the_reply_resumes_the_session("codex");
 }
+
+#[test]
+fn denied_permissions_are_read_from_the_claude_code_and_codex_streams() {
+    use slipway_core::agent::{AgentEvent, AgentSpec};
+    let build = |v: Value| -> Box<dyn slipway_core::agent::Agent> {
+        serde_json::from_value::<AgentSpec>(v)
+            .expect("spec")
+            .build()
+            .expect("builds")
+    };
+    let claude = build(serde_json::json!({"type": "claude-code"}));
+    let line = r#"{"type":"result","subtype":"success","is_error":false,"result":"I need permission to run that.","session_id":"s1","permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"rm -rf build"}}]}"#;
+    assert!(
+        claude
+            .parse_line(line)
+            .contains(&AgentEvent::PermissionDenied {
+                tool: "Bash".into(),
+                target: Some("rm -rf build".into())
+            }),
+        "{:?}",
+        claude.parse_line(line)
+    );
+    let codex = build(serde_json::json!({"type": "codex"}));
+    let line = r#"{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"git push","aggregated_output":"","status":"declined"}}"#;
+    assert_eq!(
+        codex.parse_line(line),
+        vec![AgentEvent::PermissionDenied {
+            tool: "command_execution".into(),
+            target: Some("git push".into())
+        }]
+    );
+}
+
+#[test]
+fn the_sidecar_reports_the_question_and_slipway_reply_starts_the_answering_run() {
+    use common::lsp::Lsp;
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = asking_agent(&env);
+    let mut lsp = Lsp::start(&env, Some(&repo), false);
+    let command = serde_json::json!({"type": "command", "command": [agent]});
+    let started = lsp.ok(
+        "slipway.run",
+        serde_json::json!({"root": repo, "strategy": "branch", "branch": "asks",
+                           "agent": command, "prompt": "Do the work."}),
+    );
+    let first = s(&started, "runId").to_owned();
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        |p| p["runId"] == first.as_str(),
+        RUN_LIMIT,
+        "the asking run's runFinished",
+    );
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "needsInput", "{params}");
+    assert_eq!(params["question"]["text"], QUESTION, "{params}");
+    let runs = lsp.ok("slipway.runs", serde_json::json!({"root": repo}));
+    assert_eq!(runs["runs"][0]["question"]["text"], QUESTION, "{runs}");
+
+    let empty = lsp.err(
+        "slipway.reply",
+        serde_json::json!({"runId": first, "answer": ""}),
+    );
+    assert_eq!(empty["data"]["kind"], "invalidParams", "{empty}");
+    let answered = lsp.ok(
+        "slipway.reply",
+        serde_json::json!({"runId": first, "answer": ANSWER}),
+    );
+    let second = s(&answered, "runId").to_owned();
+    assert_ne!(second, first);
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        |p| p["runId"] == second.as_str(),
+        RUN_LIMIT,
+        "the reply's runFinished",
+    );
+    let params = &finished.msg["params"];
+    assert_eq!(params["status"], "completed", "{params}");
+    assert_eq!(params["replyTo"], first.as_str(), "{params}");
+    assert_eq!(
+        env.git(&repo, &["log", "--format=%s", "asks"]),
+        "agent: the test\nagent: the work\ninitial commit",
+        "both runs' commits are on the branch"
+    );
+    let again = lsp.err(
+        "slipway.reply",
+        serde_json::json!({"runId": first, "answer": ANSWER}),
+    );
+    assert_eq!(again["data"]["kind"], "notWaitingForInput", "{again}");
+    let unknown = lsp.err(
+        "slipway.reply",
+        serde_json::json!({"runId": "run-1-abc", "answer": ANSWER}),
+    );
+    assert_eq!(unknown["data"]["kind"], "unknownRun", "{unknown}");
+}

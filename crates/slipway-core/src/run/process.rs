@@ -536,3 +536,70 @@ async fn read_session_log(
         .filter_map(|line| agent.parse_session_log_line(line))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::question::QuestionReason;
+
+    fn taken(events: Vec<AgentEvent>) -> Outcome {
+        let mut outcome = Outcome::default();
+        let mut result =
+            RunRecord::starting(&RunId::new()).failed_result(Path::new("/x"), String::new());
+        let mut total = TokenTotals::default();
+        let mut rules = StreamRules {
+            signals: &[],
+            resume_id: None,
+            session_total: &mut total,
+        };
+        for event in events {
+            outcome.take(&mut result, &mut rules, event);
+        }
+        outcome
+    }
+
+    #[test]
+    fn a_second_writer_on_the_session_is_recognised_in_what_the_agent_printed() {
+        let outcome = taken(vec![AgentEvent::Notice {
+            text: "Error: thread/resume failed: thread 0199a213 already has an active writer"
+                .into(),
+        }]);
+        assert!(
+            outcome
+                .busy
+                .as_deref()
+                .is_some_and(|b| b.contains("active writer"))
+        );
+        assert!(
+            taken(vec![AgentEvent::Notice {
+                text: "Reconnecting… 1/5".into()
+            }])
+            .busy
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_denied_permission_or_the_ask_tool_is_a_question() {
+        let denied = taken(vec![AgentEvent::PermissionDenied {
+            tool: "Bash".into(),
+            target: Some("rm -rf build".into()),
+        }]);
+        let q = denied
+            .question(Some("I could not clean up."), Some("s1"))
+            .expect("asks");
+        assert_eq!(q.reason, QuestionReason::PermissionDenied);
+        assert!(q.text.contains("Bash: rm -rf build"), "{}", q.text);
+        assert_eq!(q.session_id.as_deref(), Some("s1"));
+        let asked = taken(vec![AgentEvent::ToolCall {
+            name: ASK_TOOL.into(),
+            input: serde_json::json!({"questions": [{"question": "Which port?"}]}),
+        }]);
+        let q = asked.question(None, None).expect("asks");
+        assert_eq!(
+            (q.reason, q.text.as_str()),
+            (QuestionReason::WaitingForInput, "Which port?")
+        );
+        assert!(taken(vec![]).question(Some("All done."), None).is_none());
+    }
+}
