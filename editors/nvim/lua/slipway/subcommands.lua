@@ -17,6 +17,7 @@ return {
   'stop',
   'close',
   'cancel',
+  'reply',
   'problems',
   'details',
 }
