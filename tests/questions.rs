@@ -372,3 +372,46 @@ fn the_sidecar_reports_the_question_and_slipway_reply_starts_the_answering_run()
     );
     assert_eq!(unknown["data"]["kind"], "unknownRun", "{unknown}");
 }
+
+/// The real Claude Code in its `default` permission mode, unattended: the shell
+/// tool the model calls is refused (nobody is there to allow it), the result
+/// lists the denial, and the run ends `needsInput` saying which permission.
+#[test]
+fn claude_code_refused_a_permission_ends_needs_input() {
+    use common::lsp::Lsp;
+    let world = AgentWorld::new(
+        "claude-code",
+        Script::CommitThenSay("I could not commit hello.txt.".into()),
+    );
+    let mut lsp = Lsp::start(&world.env, Some(&world.repo), false);
+    let started = lsp.ok(
+        "slipway.run",
+        serde_json::json!({
+            "root": world.repo, "strategy": "branch", "branch": "asks",
+            "agent": world.agent_spec(serde_json::json!({"permissionMode": "default"})),
+            "prompt": "Create hello.txt and commit it.", "idleTimeoutSecs": 120,
+        }),
+    );
+    let run_id = s(&started, "runId").to_owned();
+    let finished = lsp.expect_notification(
+        "slipway/runFinished",
+        |p| p["runId"] == run_id.as_str(),
+        RUN_LIMIT,
+        "the run's runFinished",
+    );
+    let done = &finished.msg["params"];
+    let log = AgentWorld::log_of(done);
+    assert_eq!(
+        done["status"],
+        "needsInput",
+        "{done}\n{log}\n{}",
+        world.server.describe()
+    );
+    assert_eq!(done["question"]["reason"], "permissionDenied", "{done}");
+    let text = s(&done["question"], "text");
+    assert!(
+        text.contains("refused permission for Bash: echo hello-1"),
+        "the question names the refused tool and command: {text}"
+    );
+    assert_eq!(commit_shas(done).len(), 0, "nothing was committed: {done}");
+}
