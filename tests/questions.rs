@@ -415,3 +415,51 @@ fn claude_code_refused_a_permission_ends_needs_input() {
     );
     assert_eq!(commit_shas(done).len(), 0, "nothing was committed: {done}");
 }
+
+/// The real Codex: an interactive Codex still open on its session, and an
+/// unattended run that resumes that session in the same worktree. Codex
+/// refuses a second writer; the run says `sessionBusy`, not a plain failure.
+#[test]
+fn codex_with_its_interactive_session_still_open_fails_as_session_busy() {
+    use crate::real_agents::{interactive_start, newest_session, quit, shows, talk};
+    let world = AgentWorld::new("codex", Script::Answer("Ready when you are.".into()));
+    world.server.set_latency(Duration::from_secs(2));
+    let (_lsp, mut pty, cwd) = interactive_start(&world, "chat");
+    talk(&world, &mut pty, "Remember the word pelican.");
+    assert!(
+        shows(&pty, "Ready when you are."),
+        "codex answered:\n{}",
+        pty.screen()
+    );
+    let written = common::lsp::wait_until(EVENT_DEADLINE, || {
+        newest_session(&world, &cwd, "Ready when you are.").is_some()
+    });
+    assert!(written, "codex wrote no session for {}", cwd.display());
+    let session =
+        newest_session(&world, &cwd, "Ready when you are.").expect("the session seen above");
+    world.server.set_latency(Duration::ZERO);
+    world.server.set_script(Script::EditAndCommit);
+    let (result, error) = world.run(
+        &[
+            "--worktree",
+            "chat",
+            "--resume",
+            &session,
+            "--idle-timeout",
+            "120",
+            "--prompt",
+            "Create hello.txt and commit it.",
+        ],
+        RUN_LIMIT,
+    );
+    let log = AgentWorld::log_of(&result);
+    quit(&mut pty);
+    let error = error.unwrap_or_else(|| panic!("a second writer must fail: {result}\n{log}"));
+    assert_eq!(error["kind"], "sessionBusy", "{error}\n{log}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("active writer")),
+        "the message quotes Codex: {error}"
+    );
+}
