@@ -463,3 +463,82 @@ fn codex_with_its_interactive_session_still_open_fails_as_session_busy() {
         "the message quotes Codex: {error}"
     );
 }
+
+/// The real interactive Codex, started as the sidecar's `interactiveCommand`
+/// says in a slipway worktree: its own workspace-write sandbox lets it write
+/// the worktree's git dir (`--add-dir`), so the commit it makes lands.
+#[test]
+fn interactive_codex_commits_in_its_worktree() {
+    use crate::real_agents::{interactive_start, quit, talk};
+    let world = AgentWorld::new("codex", Script::EditAndCommit);
+    let (_lsp, mut pty, _cwd) = interactive_start(&world, "chat");
+    talk(&world, &mut pty, "Create hello.txt and commit it.");
+    let answered = common::lsp::wait_until(RUN_LIMIT, || {
+        world
+            .server
+            .model_requests()
+            .iter()
+            .any(|e| e.turn == Some(Turn::AfterTool))
+    });
+    assert!(
+        answered,
+        "the tool ran:\n{}\n{}",
+        pty.screen(),
+        world.server.describe()
+    );
+    let after = world
+        .server
+        .model_requests()
+        .into_iter()
+        .find(|e| e.turn == Some(Turn::AfterTool))
+        .expect("seen above")
+        .body
+        .to_string();
+    let committed = common::lsp::wait_until(EVENT_DEADLINE, || {
+        world
+            .env
+            .git(&world.repo, &["log", "-1", "--format=%s", "chat"])
+            == "agent: hello 1"
+    });
+    quit(&mut pty);
+    assert!(
+        committed,
+        "the interactive Codex's commit is on its branch; what the tool gave the model:\n{after}"
+    );
+}
+
+#[test]
+fn interactive_codex_is_given_the_git_dirs_its_sandbox_would_keep_read_only() {
+    use slipway_core::agent::AgentSpec;
+    let dirs = vec![
+        std::path::PathBuf::from("/r/.git/worktrees/w-0123456789"),
+        std::path::PathBuf::from("/r/.git"),
+    ];
+    let argv = |spec: Value| {
+        serde_json::from_value::<AgentSpec>(spec)
+            .expect("spec")
+            .build()
+            .expect("builds")
+            .interactive_in(&dirs)
+            .argv
+    };
+    assert_eq!(
+        argv(serde_json::json!({"type": "codex"})),
+        [
+            "codex",
+            "--add-dir",
+            "/r/.git/worktrees/w-0123456789",
+            "--add-dir",
+            "/r/.git"
+        ]
+    );
+    assert_eq!(
+        argv(serde_json::json!({"type": "codex", "permissionMode": "bypass"})),
+        ["codex", "--dangerously-bypass-approvals-and-sandbox"]
+    );
+    assert_eq!(
+        argv(serde_json::json!({"type": "claude-code"})),
+        ["claude"],
+        "slipway gives Claude Code nothing more"
+    );
+}

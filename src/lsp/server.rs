@@ -270,7 +270,10 @@ pub async fn status_command(state: &Arc<State>, args: StatusArgs) -> Result<Valu
         if let (Some(cwd), Value::Object(map)) = (cwd, &mut answer) {
             map.insert(
                 "interactiveCommand".into(),
-                json!({ "argv": agent.interactive().argv, "cwd": cwd }),
+                json!({
+                    "argv": agent.interactive_in(&slipway_core::worktree::commit_dirs(&cwd)).argv,
+                    "cwd": cwd
+                }),
             );
         }
     }

@@ -18,6 +18,10 @@
 //!   before the subcommand ("`codex exec --model gpt-5 --json resume --last …`").
 //!   The interactive `codex resume <ID>` and `codex fork <ID>` do the same.
 //!
+//! - `--add-dir <DIR>`: "Additional directories that should be writable
+//!   alongside the primary workspace"; an interactive Codex in a linked
+//!   worktree gets its git dirs this way ([`Agent::interactive_in`]).
+//!
 //! Events (`codex-rs/exec/src/exec_events.rs`): `thread.started {thread_id}`,
 //! `turn.started`, `turn.completed {usage: {input_tokens, cached_input_tokens,
 //! output_tokens}}`, `turn.failed {error: {message}}`, `item.started` /
@@ -132,8 +136,24 @@ impl Agent for Codex {
     }
 
     fn interactive(&self) -> AgentInvocation {
+        self.interactive_in(&[])
+    }
+
+    fn interactive_in(&self, git_dirs: &[std::path::PathBuf]) -> AgentInvocation {
         let mut argv = Argv::new(&self.cfg.binary);
         self.common(&mut argv, false);
+        // Its workspace-write sandbox (the default for a trusted folder, and
+        // `acceptEdits`) leaves a linked worktree's git dir read-only: `git add`
+        // would fail and the work stay uncommitted. Without a sandbox (bypass)
+        // or read-only (plan) there is nothing to add.
+        if !matches!(
+            self.cfg.permission(false),
+            PermissionMode::Bypass | PermissionMode::Plan
+        ) {
+            for dir in git_dirs {
+                argv.opt("--add-dir", Some(&dir.display().to_string()));
+            }
+        }
         match self.cfg.resume() {
             Some((id, true)) => argv.args(["fork", id]),
             Some((id, false)) => argv.args(["resume", id]),

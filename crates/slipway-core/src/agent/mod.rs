@@ -204,6 +204,14 @@ pub trait Agent: Send + Sync {
     fn unattended(&self, prompt: &str) -> Result<AgentInvocation, AgentSpecError>;
     /// The command line a person runs in a terminal.
     fn interactive(&self) -> AgentInvocation;
+
+    /// The command line a person runs in a terminal in a checkout whose git
+    /// dirs `git_dirs` lie outside it (a linked worktree's): an agent whose
+    /// own sandbox allows writes only in its workspace (Codex) is also given
+    /// those, so that it can commit. The others need nothing more.
+    fn interactive_in(&self, _git_dirs: &[std::path::PathBuf]) -> AgentInvocation {
+        self.interactive()
+    }
     /// Parses one output line. Lines that are not JSON become [`AgentEvent::Notice`];
     /// JSON of a kind the provider does not know is ignored. Never panics.
     fn parse_line(&self, line: &str) -> Vec<AgentEvent>;
