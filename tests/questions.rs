@@ -542,3 +542,34 @@ fn interactive_codex_is_given_the_git_dirs_its_sandbox_would_keep_read_only() {
         "slipway gives Claude Code nothing more"
     );
 }
+
+#[test]
+fn a_head_run_that_asks_is_answered_in_the_host_checkout() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = asking_agent(&env);
+    let (_, first, log) = env.run_result(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--strategy",
+            "head",
+            "--prompt",
+            "x",
+            "--",
+            &agent,
+        ],
+    );
+    assert_eq!(first["status"], "needsInput", "{first}\n{log}");
+    let second = reply(&env, &repo, s(&first, "runId"), ANSWER).expect("the reply runs");
+    assert_eq!(second["status"], "completed", "{second}");
+    assert_eq!(
+        second["worktreePath"], first["worktreePath"],
+        "the host checkout"
+    );
+    assert_eq!(
+        env.git(&repo, &["log", "--format=%s", "main"]),
+        "agent: the test\nagent: the work\ninitial commit"
+    );
+}
