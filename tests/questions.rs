@@ -64,6 +64,20 @@ fn reply(env: &TestEnv, dir: &Path, run: &str, answer: &str) -> Result<Value, Va
     }))
 }
 
+/// A new repository and a run of [`asking_agent`] in it with `strategy`
+/// (`--strategy` or `--branch` and its value): it must end `needsInput`.
+fn asked(strategy: [&str; 2]) -> (TestEnv, std::path::PathBuf, Value) {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = asking_agent(&env);
+    let mut args = vec!["--json", "run"];
+    args.extend(strategy);
+    args.extend(["--prompt", "Do the work.", "--", &agent]);
+    let (_, first, log) = env.run_result(&repo, &args);
+    assert_eq!(first["status"], "needsInput", "{first}\n{log}");
+    (env, repo, first)
+}
+
 /// The record of `run` under `.slipway/runs/`.
 fn record(repo: &Path, run: &str) -> Value {
     let path = repo.join(".slipway/runs").join(format!("{run}.json"));
@@ -72,23 +86,7 @@ fn record(repo: &Path, run: &str) -> Value {
 
 #[test]
 fn a_command_agent_that_asks_ends_needs_input_and_the_reply_finishes_in_its_worktree() {
-    let env = TestEnv::new();
-    let repo = env.new_repo("repo");
-    let agent = asking_agent(&env);
-    let (_, first, log) = env.run_result(
-        &repo,
-        &[
-            "--json",
-            "run",
-            "--strategy",
-            "merge-to-head",
-            "--prompt",
-            "Do the work.",
-            "--",
-            &agent,
-        ],
-    );
-    assert_eq!(first["status"], "needsInput", "{first}\n{log}");
+    let (env, repo, first) = asked(["--strategy", "merge-to-head"]);
     assert_eq!(first["question"]["text"], QUESTION, "{first}");
     assert_eq!(first["question"]["reason"], "asked", "{first}");
     assert!(first["error"].is_null(), "{first}");
@@ -545,23 +543,7 @@ fn interactive_codex_is_given_the_git_dirs_its_sandbox_would_keep_read_only() {
 
 #[test]
 fn a_head_run_that_asks_is_answered_in_the_host_checkout() {
-    let env = TestEnv::new();
-    let repo = env.new_repo("repo");
-    let agent = asking_agent(&env);
-    let (_, first, log) = env.run_result(
-        &repo,
-        &[
-            "--json",
-            "run",
-            "--strategy",
-            "head",
-            "--prompt",
-            "x",
-            "--",
-            &agent,
-        ],
-    );
-    assert_eq!(first["status"], "needsInput", "{first}\n{log}");
+    let (env, repo, first) = asked(["--strategy", "head"]);
     let second = reply(&env, &repo, s(&first, "runId"), ANSWER).expect("the reply runs");
     assert_eq!(second["status"], "completed", "{second}");
     assert_eq!(
