@@ -25,6 +25,7 @@ const DESIGN_COMMANDS: [&str; 20] = [
     "slipway.run",
     "slipway.handoff",
     "slipway.cancel",
+    "slipway.reply",
     "slipway.close",
     "slipway.status",
     "slipway.workspaces",

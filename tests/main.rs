@@ -33,6 +33,7 @@ mod lsp_commands;
 mod lsp_runs;
 mod no_data_loss;
 mod processes;
+mod questions;
 mod real_agents;
 mod real_streams;
 mod records_are_not_paths;

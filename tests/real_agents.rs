@@ -337,7 +337,7 @@ fn signal_in_prompt_with_a_failing_model(agent: &str) {
 
 /// The interactive command line from the sidecar starts the CLI on a pty, and
 /// a prompt typed into it reaches the model; the pty is then closed.
-fn interactive_start(world: &AgentWorld, branch: &str) -> (Lsp, Pty, PathBuf) {
+pub(crate) fn interactive_start(world: &AgentWorld, branch: &str) -> (Lsp, Pty, PathBuf) {
     let mut lsp = Lsp::start(&world.env, Some(&world.repo), false);
     let created = lsp.ok(
         "slipway.createWorktree",
@@ -365,7 +365,7 @@ fn squeeze(s: &str) -> String {
 /// Types the prompt once the CLI is drawing, presses Enter once the UI shows
 /// what was typed (text and Enter in one read would be taken for a paste),
 /// and waits for the model to be asked.
-fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
+pub(crate) fn talk(world: &AgentWorld, pty: &mut Pty, text: &str) {
     let agent = &world.cli.agent;
     let drawn = pty.wait_for(EVENT_DEADLINE, |s| s.trim().len() > 20);
     assert!(
@@ -435,7 +435,7 @@ fn input_holds(agent: &str, screen: &str, text: &str) -> bool {
 }
 
 /// Whether the screen comes to show `text` (spacing ignored).
-fn shows(pty: &Pty, text: &str) -> bool {
+pub(crate) fn shows(pty: &Pty, text: &str) -> bool {
     let want = squeeze(text);
     pty.wait_for(EVENT_DEADLINE, |s| squeeze(s).contains(&want))
 }
@@ -569,7 +569,7 @@ per_agent! {
 /// Leaves an interactive CLI with Ctrl-C twice, as a person does, so it
 /// writes out its session: the second once the UI has answered the first
 /// (its "again to exit" line), then waits for it to go.
-fn quit(pty: &mut Pty) {
+pub(crate) fn quit(pty: &mut Pty) {
     let before = pty.screen();
     pty.type_text("\x03");
     let answered = pty.wait_for(EVENT_DEADLINE, |s| s != before);
@@ -582,7 +582,7 @@ fn quit(pty: &mut Pty) {
 
 /// Only once its transcript holds `answer`: a session the CLI has not written
 /// out yet cannot be resumed.
-fn newest_session(world: &AgentWorld, cwd: &Path, answer: &str) -> Option<String> {
+pub(crate) fn newest_session(world: &AgentWorld, cwd: &Path, answer: &str) -> Option<String> {
     let store = match world.cli.agent.as_str() {
         "claude-code" => slipway_core::agent::SessionStore::ClaudeCode,
         "codex" => slipway_core::agent::SessionStore::Codex,

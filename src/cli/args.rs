@@ -44,6 +44,9 @@ pub enum Command {
     Discard(CloseArgs),
     /// List runs: running ones, and finished ones with their status.
     Runs,
+    /// Answer a run that ended asking (status needsInput): resumes the same
+    /// session in the same worktree and sandbox, as a new run.
+    Reply(ReplyArgs),
     /// Compare a group of attempts (`run --attempts`); with --land N, land one
     /// and discard the others.
     Attempts(AttemptsArgs),
@@ -375,6 +378,14 @@ impl From<HowArg> for slipway_core::review::land::LandHow {
             HowArg::Rebase => LandHow::Rebase,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ReplyArgs {
+    /// The run that asked (see `slipway runs`).
+    pub run: String,
+    /// The answer, sent to the agent as the next message of its session.
+    pub answer: String,
 }
 
 #[derive(Debug, Args)]

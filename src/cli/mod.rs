@@ -304,6 +304,14 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Reply(args) => {
+            let host = open(&cli.repo)?;
+            let run_id = slipway_core::ids::RunId::parse(&args.run)
+                .map_err(|e| CliError::from_failure(&e))?;
+            let request = run::reply::request(&host, &run_id, &args.answer)
+                .map_err(|e| CliError::from_failure(&e))?;
+            run_cli(&host, request, cli.json, false)
+        }
         Command::Runs => {
             let host = open(&cli.repo)?;
             let runs = run::listing::runs(&host);

@@ -207,6 +207,7 @@ pub fn status_word(status: RunStatus) -> &'static str {
         RunStatus::Failed => "failed",
         RunStatus::TimedOut => "timed out",
         RunStatus::Cancelled => "cancelled",
+        RunStatus::NeedsInput => "needs input",
     }
 }
 
@@ -232,6 +233,13 @@ pub fn run_result(r: &RunResult) -> String {
         "Run {} {status} after {} iteration(s){on}",
         r.run_id, r.iterations
     );
+    if let Some(q) = &r.question {
+        let _ = writeln!(out, "  the agent asks: {}", q.text.replace('\n', "\n    "));
+        let _ = writeln!(out, "  answer with: slipway reply {} \"…\"", r.run_id);
+    }
+    if let Some(previous) = &r.reply_to {
+        let _ = writeln!(out, "  answers run {previous}");
+    }
     if !r.commits.is_empty() {
         let shas: Vec<&str> = r.commits.iter().map(|c| short(&c.sha)).collect();
         let _ = writeln!(out, "  commits: {}", shas.join(" "));
@@ -338,6 +346,13 @@ pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
                 .map(|a| format!(" · {a}"))
                 .unwrap_or_default()
         );
+        if let Some(q) = &r.question {
+            let _ = writeln!(
+                out,
+                "    asks: {}",
+                q.text.lines().next().unwrap_or_default()
+            );
+        }
         if let Some(line) = &r.last_line {
             let _ = writeln!(out, "    {line}");
         }

@@ -107,7 +107,7 @@ pub fn create_worktree(args: CreateArgs) -> Answer {
         "copy": created.copy,
     });
     if let (Some(agent), Value::Object(map)) = (interactive, &mut answer) {
-        let invocation = agent.interactive();
+        let invocation = agent.interactive_in(&worktree::commit_dirs(&created.record.path));
         map.insert(
             "interactiveCommand".into(),
             json!({ "argv": invocation.argv, "cwd": created.record.path }),

@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 20] = [
+pub const COMMANDS: [&str; 21] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -28,6 +28,7 @@ pub const COMMANDS: [&str; 20] = [
     "slipway.run",
     "slipway.handoff",
     "slipway.cancel",
+    "slipway.reply",
     "slipway.close",
     "slipway.status",
     "slipway.workspaces",
@@ -250,6 +251,18 @@ impl From<SandboxArg> for SandboxInput {
 pub struct CancelArgs {
     /// The run.
     pub run_id: slipway_core::ids::RunId,
+    /// Its repository, when the sidecar has not seen the run.
+    pub root: Option<PathBuf>,
+}
+
+/// `slipway.reply`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplyArgs {
+    /// The run that asked.
+    pub run_id: slipway_core::ids::RunId,
+    /// The answer.
+    pub answer: String,
     /// Its repository, when the sidecar has not seen the run.
     pub root: Option<PathBuf>,
 }

@@ -18,7 +18,8 @@ use tower_lsp_server::{Client, LanguageServer};
 use super::commands;
 use super::detach;
 use super::protocol::{
-    self, CancelArgs, LogArgs, PROTOCOL_VERSION, RunArgs, RunLog, StatusArgs, error, parse_args,
+    self, CancelArgs, LogArgs, PROTOCOL_VERSION, ReplyArgs, RunArgs, RunLog, StatusArgs, error,
+    parse_args,
 };
 use super::state::State;
 
@@ -76,6 +77,53 @@ impl SlipwayServer {
         tracing::info!(run_id = run_id.as_str(), "cancel requested");
         self.state.poke();
         answer
+    }
+
+    /// `slipway.reply`: the run that answers a `needsInput` run starts
+    /// detached, as `slipway.run` does; answered with its id at once.
+    async fn reply(&self, args: ReplyArgs) -> Result<Value> {
+        let roots = self.run_roots(&args.run_id, args.root.clone()).await;
+        let (run_id, common, root) = tokio::task::spawn_blocking(move || {
+            let unknown = |e: &slipway_core::run::reply::ReplyError| {
+                matches!(e, slipway_core::run::reply::ReplyError::UnknownRun(_))
+            };
+            for root in roots {
+                let Ok(host) = commands::open(&root) else {
+                    continue;
+                };
+                let request =
+                    match slipway_core::run::reply::request(&host, &args.run_id, &args.answer) {
+                        Ok(request) => request,
+                        Err(e) if unknown(&e) => continue,
+                        Err(e) => return Err(super::protocol::failure(&e)),
+                    };
+                let run_id = detach::spawn_run(&host, &request).map_err(|e| {
+                    error(
+                        ErrorKind::Io,
+                        format!("cannot start the run process: {e}"),
+                        Value::Null,
+                    )
+                })?;
+                return Ok((
+                    run_id,
+                    host.common_dir().to_path_buf(),
+                    host.root().to_path_buf(),
+                ));
+            }
+            Err(error(
+                ErrorKind::UnknownRun,
+                format!(
+                    "no run '{}' in any repository this sidecar serves; pass `root`",
+                    args.run_id
+                ),
+                Value::Null,
+            ))
+        })
+        .await
+        .map_err(|e| error(ErrorKind::Internal, e.to_string(), Value::Null))??;
+        self.state.register(common.clone(), root).await;
+        self.state.follow(&common, &run_id).await;
+        Ok(json!({ "runId": run_id }))
     }
 
     /// The repositories a run may be in: the one named, the one the run was
@@ -222,7 +270,10 @@ pub async fn status_command(state: &Arc<State>, args: StatusArgs) -> Result<Valu
         if let (Some(cwd), Value::Object(map)) = (cwd, &mut answer) {
             map.insert(
                 "interactiveCommand".into(),
-                json!({ "argv": agent.interactive().argv, "cwd": cwd }),
+                json!({
+                    "argv": agent.interactive_in(&slipway_core::worktree::commit_dirs(&cwd)).argv,
+                    "cwd": cwd
+                }),
             );
         }
     }
@@ -386,6 +437,7 @@ impl LanguageServer for SlipwayServer {
             "slipway.run" => self.start_run(parse_args(&command, &args)?, false).await,
             "slipway.handoff" => self.start_run(parse_args(&command, &args)?, true).await,
             "slipway.cancel" => self.cancel(parse_args(&command, &args)?).await,
+            "slipway.reply" => self.reply(parse_args(&command, &args)?).await,
             "slipway.workspaces" => blocking(commands::workspaces).await,
             "slipway.diff" => {
                 let a = parse_args(&command, &args)?;

@@ -40,6 +40,9 @@ pub enum Script {
     Stall,
     /// Every model request is answered with this text, without tools.
     Answer(String),
+    /// As [`Script::EditAndCommit`], but the last words after the tool are
+    /// these (a question to the user, say) instead of [`FINAL_TEXT`].
+    CommitThenSay(String),
 }
 
 /// The last words of [`Script::EditAndCommit`].
@@ -528,7 +531,11 @@ fn handle(shared: &Shared, req: &Request, out: &mut TcpStream) -> std::io::Resul
             log(shared, exchange);
             answer(&mut reply, api, &body, &Answer::text(&text), usage, written)
         }
-        Script::EditAndCommit => {
+        Script::EditAndCommit | Script::CommitThenSay(_) => {
+            let last = match &script {
+                Script::CommitThenSay(text) => text.clone(),
+                _ => FINAL_TEXT.to_owned(),
+            };
             let (usage, written) = turn_usage(turn);
             let planned = match turn {
                 Turn::Opening => match shell_tool(api, &body) {
@@ -542,7 +549,7 @@ fn handle(shared: &Shared, req: &Request, out: &mut TcpStream) -> std::io::Resul
                     }
                     None => Answer::text("There is no shell tool to commit with."),
                 },
-                Turn::AfterTool | Turn::Side => Answer::text(FINAL_TEXT),
+                Turn::AfterTool | Turn::Side => Answer::text(&last),
             };
             exchange.usage = Some(usage);
             log(shared, exchange);

@@ -78,6 +78,12 @@ kinds! {
     SessionNotFound = "sessionNotFound",
     /// The agent session exists but cannot be carried where the run works.
     SessionNotResumable = "sessionNotResumable",
+    /// The agent's session has another active writer.
+    SessionBusy = "sessionBusy",
+    /// `reply`: the run is not waiting for input.
+    NotWaitingForInput = "notWaitingForInput",
+    /// `reply`: the run named no session to resume.
+    NoSessionToResume = "noSessionToResume",
     /// A hook or prompt command failed.
     HookFailed = "hookFailed",
     /// A hook or prompt command ran too long.

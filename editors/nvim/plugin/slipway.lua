@@ -57,3 +57,15 @@ vim.api.nvim_create_autocmd('FileType', {
     end
   end,
 })
+
+-- A run waiting for an answer stands out in the status line; a colorscheme
+-- that clears highlights gets the default back.
+local function highlights()
+  vim.api.nvim_set_hl(0, 'SlipwayNeedsInput', { link = 'WarningMsg', default = true })
+end
+highlights()
+vim.api.nvim_create_autocmd('ColorScheme', {
+  group = vim.api.nvim_create_augroup('slipway.highlights', {}),
+  desc = 'slipway: the SlipwayNeedsInput highlight',
+  callback = highlights,
+})

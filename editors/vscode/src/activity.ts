@@ -122,6 +122,8 @@ export interface TrackedRun {
   endedAt?: number;
   /** How it ended. */
   status?: RunStatus;
+  /** What it asks, when it ended `needsInput`. */
+  question?: string;
   /** When it last changed, to show the latest first. */
   changedAt: number;
   /** A `slipway/status` has listed it: its leaving the list means it ended. */
@@ -182,6 +184,14 @@ export class RunBoard {
   /** A `slipway.runs` answer: when the running ones started, and their activity until a live one comes. */
   known(root: string, infos: RunInfo[], now: number): void {
     for (const info of infos) {
+      if (info.status === 'needsInput' && info.question && !this.runs.has(info.runId) && !answeredIn(infos, info.runId)) {
+        const r = this.touch(info.runId, root, now);
+        r.state = 'done';
+        r.status = 'needsInput';
+        r.question = info.question.text;
+        r.branch = info.branch ?? r.branch;
+        continue;
+      }
       if (info.status !== 'running') {
         continue;
       }
@@ -194,9 +204,13 @@ export class RunBoard {
     }
   }
 
-  /** A `slipway/runFinished`: the run is done. */
+  /** A `slipway/runFinished`: the run is done (or waits for an answer). */
   finished(p: RunFinished, now: number): TrackedRun {
+    if (p.replyTo !== undefined && p.status !== 'failed' && p.status !== 'cancelled') {
+      this.runs.delete(p.replyTo);
+    }
     const r = this.touch(p.runId, p.root, now);
+    r.question = p.question?.text;
     r.state = 'done';
     r.status = p.status;
     r.endedAt = now;
@@ -209,10 +223,20 @@ export class RunBoard {
     return this.runs.get(runId);
   }
 
-  /** The user has looked at the runs of `root`: its done runs leave the status bar. */
+  /** A reply went to run `runId`: it waits no more. */
+  answered(runId: string): void {
+    this.runs.delete(runId);
+  }
+
+  /** The runs of `root` (every root: undefined) waiting for an answer, latest first. */
+  waiting(root: string | undefined): TrackedRun[] {
+    return this.of(root).filter(needsInput);
+  }
+
+  /** The user has looked at the runs of `root`: its done runs leave the status bar (not those asking). */
   clearDone(root: string | undefined): void {
     for (const [id, r] of this.runs) {
-      if (r.state === 'done' && (root === undefined || r.root === root)) {
+      if (r.state === 'done' && !needsInput(r) && (root === undefined || r.root === root)) {
         this.runs.delete(id);
       }
     }
@@ -239,6 +263,8 @@ export interface RunsStatusView {
   visible: boolean;
   text: string;
   tooltip: string;
+  /** A run waits for an answer: the item stands out (warning background). */
+  warning: boolean;
 }
 
 const END_WORD: Record<RunStatus, string> = {
@@ -246,7 +272,18 @@ const END_WORD: Record<RunStatus, string> = {
   failed: 'failed',
   timedOut: 'timed out',
   cancelled: 'cancelled',
+  needsInput: 'needs input',
 };
+
+/** A run that ended asking, not answered yet. */
+export function needsInput(r: TrackedRun): boolean {
+  return r.state === 'done' && r.status === 'needsInput';
+}
+
+/** Whether `slipway.runs` lists a reply to `runId` that did not fail. */
+function answeredIn(infos: RunInfo[], runId: string): boolean {
+  return infos.some((i) => i.replyTo === runId && i.status !== 'failed' && i.status !== 'cancelled');
+}
 
 function runName(r: TrackedRun): string {
   return r.branch || r.runId;
@@ -267,15 +304,18 @@ export function runLine(r: TrackedRun, now: number): string {
  */
 export function runsStatusView(runs: TrackedRun[], now: number): RunsStatusView {
   if (runs.length === 0) {
-    return { visible: false, text: '', tooltip: '' };
+    return { visible: false, text: '', tooltip: '', warning: false };
   }
   const working = runs.filter((r) => r.state === 'working');
-  const done = runs.filter((r) => r.state === 'done');
+  const asking = runs.filter(needsInput);
+  const done = runs.filter((r) => r.state === 'done' && !needsInput(r));
   let text: string;
   if (runs.length === 1) {
     const [r] = runs;
     if (r.state === 'working') {
       text = `$(sync~spin) ${runName(r)}: ${r.activity?.step ? shortStep(r.activity.step, 40) : 'working'}`;
+    } else if (needsInput(r)) {
+      text = `$(question) ${runName(r)}: needs input`;
     } else {
       text = `${r.status === 'completed' ? '$(check)' : '$(error)'} ${runName(r)}: ${END_WORD[r.status ?? 'completed']}`;
     }
@@ -284,11 +324,14 @@ export function runsStatusView(runs: TrackedRun[], now: number): RunsStatusView 
     if (working.length > 0) {
       parts.push(`$(sync~spin) ${working.length} working`);
     }
+    if (asking.length > 0) {
+      parts.push(`$(question) ${asking.length} need${asking.length === 1 ? 's' : ''} input`);
+    }
     if (done.length > 0) {
       parts.push(`$(check) ${done.length} done`);
     }
     text = parts.join(' · ');
   }
   const tip = ['slipway runs', ...runs.map((r) => runLine(r, now)), 'Click to show the runs'];
-  return { visible: true, text, tooltip: tip.join('\n') };
+  return { visible: true, text, tooltip: tip.join('\n'), warning: asking.length > 0 };
 }

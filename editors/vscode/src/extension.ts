@@ -148,6 +148,7 @@ class Extension implements vscode.Disposable {
       ['slipway.runOnWorkspace', (arg) => this.runOnWorkspace(arg)],
       ['slipway.closeWorktree', (arg) => this.closeWorktree(arg)],
       ['slipway.cancelRun', (arg) => this.cancelRun(arg)],
+      ['slipway.replyToRun', (arg) => this.reply(arg)],
       ['slipway.listWorktrees', () => this.listWorktrees()],
       ['slipway.restartSidecar', () => this.restart()],
       ['slipway.openDiff', (arg) => this.openDiff(arg)],
@@ -256,6 +257,8 @@ class Extension implements vscode.Disposable {
     }
     this.runsItem.text = v.text;
     this.runsItem.tooltip = v.tooltip;
+    // A run waiting for an answer stands out.
+    this.runsItem.backgroundColor = v.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     this.runsItem.show();
   }
 
@@ -1003,6 +1006,52 @@ class Extension implements vscode.Disposable {
     this.flash(`slipway: ${answer.runId} ${answer.status}`);
   }
 
+  /**
+   * `slipway.replyToRun`: answers a run that ended asking. The run (argument, else the one
+   * waiting, else picked), then an input box showing its question; a new run resumes
+   * its session with the answer.
+   */
+  private async reply(arg: unknown, known?: { runId: string; root: string; question?: string }): Promise<void> {
+    let target = known;
+    if (target === undefined) {
+      const root = this.view.repository?.root;
+      if (root !== undefined) {
+        this.sidecar.board.known(root, (await this.api().runs(root)).runs, Date.now() / 1000);
+      }
+      const waiting = this.sidecar.board.waiting(undefined).map((r) => ({ runId: r.runId, root: r.root, question: r.question, branch: r.branch }));
+      const named = typeof arg === 'string' ? waiting.find((r) => r.runId === arg) : undefined;
+      if (named !== undefined || waiting.length === 1) {
+        target = named ?? waiting[0];
+      } else if (waiting.length === 0) {
+        void vscode.window.showInformationMessage('slipway: no run is waiting for input.');
+        return;
+      } else {
+        const picked = await vscode.window.showQuickPick(
+          waiting.map((r) => ({ label: `$(question) ${r.branch ?? r.runId}`, description: r.runId, detail: r.question, run: r })),
+          { title: 'Reply to run' },
+        );
+        if (!picked) {
+          return;
+        }
+        target = picked.run;
+      }
+    }
+    const answer = await vscode.window.showInputBox({
+      title: `slipway: reply to ${target.runId}`,
+      prompt: target.question ?? 'The agent asks for input',
+      placeHolder: 'Your answer',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() === '' ? 'Give the answer to send to the agent' : undefined),
+    });
+    if (answer === undefined) {
+      return;
+    }
+    const started = await this.api().reply({ runId: target.runId, answer, root: target.root });
+    this.sidecar.board.answered(target.runId);
+    this.renderRuns();
+    this.flash(`slipway: run ${started.runId} answers ${target.runId}`);
+  }
+
   private async listWorktrees(): Promise<void> {
     if (!this.sidecar.api) {
       await this.restart();
@@ -1053,7 +1102,9 @@ class Extension implements vscode.Disposable {
     const choice = await shown;
     await this.guard(async () => {
       const target = p.actions?.find((a) => a.worktree)?.worktree ?? p.branch;
-      if (choice === 'Open' && p.preservedWorktreePath) {
+      if (choice === 'Reply…') {
+        await this.reply(undefined, { runId: p.runId, root: p.root, question: p.question?.text });
+      } else if (choice === 'Open' && p.preservedWorktreePath) {
         await this.open(p.preservedWorktreePath, undefined, p.branch);
       } else if (choice === 'Review') {
         await this.reviewSelector(p.root, target);

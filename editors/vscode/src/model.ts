@@ -319,7 +319,7 @@ export function statusView(status: StatusNotification | undefined, ctx: StatusCo
 // Run finished
 
 /** `Close Worktree…` asks first (it deletes the worktree); `Dismiss` only hides the notification. */
-export type RunAction = 'Review' | 'Land…' | 'Open' | 'Show Log';
+export type RunAction = 'Reply…' | 'Review' | 'Land…' | 'Open' | 'Show Log';
 
 export interface RunFinishedView {
   severity: 'info' | 'warning' | 'error';
@@ -350,9 +350,17 @@ export function runFinishedView(p: RunFinished): RunFinishedView {
       severity = 'error';
       message = `slipway: run timed out${where}: ${commits}`;
       break;
+    case 'needsInput':
+      // The question is what the person must read: first.
+      severity = 'warning';
+      message = `slipway: the agent${where} asks: ${p.question?.text ?? '(no text)'} (${commits} so far)`;
+      break;
     default:
       severity = 'error';
-      message = `slipway: run failed${where}: ${commits}`;
+      message =
+        p.error?.kind === 'sessionBusy'
+          ? `slipway: run failed${where}: the agent session is busy (sessionBusy)`
+          : `slipway: run failed${where}: ${commits}`;
   }
   if (p.error && p.status !== 'cancelled') {
     message += ` — ${p.error.message}`;
@@ -362,6 +370,9 @@ export function runFinishedView(p: RunFinished): RunFinishedView {
   }
   // What to do next is the sidecar's (`actions`): review and land what is not home yet.
   const actions: RunAction[] = [];
+  if (p.status === 'needsInput') {
+    actions.push('Reply…');
+  }
   const kinds = new Set((p.actions ?? []).map((a) => a.kind));
   if (kinds.has('review')) {
     actions.push('Review');

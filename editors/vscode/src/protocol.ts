@@ -15,6 +15,7 @@ export const COMMANDS = [
   'slipway.run',
   'slipway.handoff',
   'slipway.cancel',
+  'slipway.reply',
   'slipway.close',
   'slipway.status',
   'slipway.workspaces',
@@ -181,6 +182,13 @@ export type HandoffArgs = RunArgs & { worktree: string };
 
 export interface CancelArgs {
   runId: string;
+  root?: string;
+}
+
+/** `slipway.reply`: the answer to a run that ended `needsInput`. */
+export interface ReplyArgs {
+  runId: string;
+  answer: string;
   root?: string;
 }
 
@@ -605,6 +613,10 @@ export interface RunInfo {
   elapsedSecs?: number;
   /** Its agent's latest activity; null before the agent said anything. */
   activity?: Activity | null;
+  /** What it asks, when it ended `needsInput`. */
+  question?: Question;
+  /** The run whose question it answers. */
+  replyTo?: string;
 }
 
 export interface RunsResult {
@@ -680,7 +692,15 @@ export interface StatusNotification {
   repositories: RepositoryStatus[];
 }
 
-export type RunStatus = 'completed' | 'failed' | 'timedOut' | 'cancelled';
+export type RunStatus = 'completed' | 'failed' | 'timedOut' | 'cancelled' | 'needsInput';
+
+/** What a `needsInput` run asks (§6.2). */
+export interface Question {
+  text: string;
+  /** `asked`, `permissionDenied` or `waitingForInput`. */
+  reason: string;
+  sessionId?: string;
+}
 
 /** One finding of the check after a run (`result.quarantined` of the run record). */
 export interface QuarantineFinding {
@@ -719,6 +739,10 @@ export interface RunFinished {
   mergedCommits?: { sha: string }[];
   /** What the check after the agent found; absent without `check`. */
   check?: CheckResult;
+  /** What the agent asks (status `needsInput`). */
+  question?: Question;
+  /** The run whose question this run answers. */
+  replyTo?: string;
 }
 
 /** `slipway/log` params: text appended to a followed run's log. */
@@ -878,6 +902,7 @@ export const requests = {
   run: (args: RunArgs) => request<RunArgs, RunStarted>('slipway.run', args),
   handoff: (args: HandoffArgs) => request<HandoffArgs, RunStarted>('slipway.handoff', args),
   cancel: (args: CancelArgs) => request<CancelArgs, CancelResult>('slipway.cancel', args),
+  reply: (args: ReplyArgs) => request<ReplyArgs, RunStarted>('slipway.reply', args),
   close: (args: CloseArgs) => request<CloseArgs, CloseResult>('slipway.close', args),
   status: (args: StatusArgs) => request<StatusArgs, PathStatus>('slipway.status', args),
   workspaces: (args: WorkspacesArgs = {}) => request<WorkspacesArgs, WorkspacesResult>('slipway.workspaces', args),
@@ -935,6 +960,10 @@ export class SlipwayApi {
   }
   cancel(args: CancelArgs): Promise<CancelResult> {
     return this.send(requests.cancel(args));
+  }
+  /** Answers a `needsInput` run: a new run resumes its session; its id. */
+  reply(args: ReplyArgs): Promise<RunStarted> {
+    return this.send(requests.reply(args));
   }
   close(args: CloseArgs): Promise<CloseResult> {
     return this.send(requests.close(args));

@@ -16,7 +16,9 @@
 //! blocks (`text`, `tool_use {name, input}`, `thinking`); `user` carries tool
 //! results; `result` carries `result`, `is_error`, `session_id`, `usage`
 //! (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`,
-//! `output_tokens`, totals for the whole invocation) and `total_cost_usd`.
+//! `output_tokens`, totals for the whole invocation), `total_cost_usd` and
+//! `permission_denials` (`[{tool_name, tool_use_id, tool_input}]`, what the
+//! permission mode refused; the run then ends `needsInput`).
 //!
 //! Seen with Claude Code 2.1.197 (recordings in `tests/fixtures/agents/real/`):
 //! - As root, `bypassPermissions` is refused unless `IS_SANDBOX=1` says the
@@ -181,6 +183,19 @@ fn parse(state: &SharedState, v: &Value, out: &mut Vec<AgentEvent>) {
                         .or_else(|| str_at(v, "subtype").map(str::to_owned))
                         .unwrap_or_else(|| "error".to_owned()),
                 }),
+            }
+            // What the permission mode refused, each `{tool_name, tool_input}`:
+            // the agent stopped short of it and nobody was there to allow it.
+            let denials = v.get("permission_denials").and_then(Value::as_array);
+            for denial in denials.into_iter().flatten() {
+                let input = denial.get("tool_input").cloned().unwrap_or(Value::Null);
+                out.push(AgentEvent::PermissionDenied {
+                    tool: str_at(denial, "tool_name").unwrap_or("a tool").to_owned(),
+                    target: super::argument(
+                        &input,
+                        &["command", "file_path", "path", "url", "pattern"],
+                    ),
+                });
             }
             if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
                 let cached = count_at(u, "cache_read_input_tokens");

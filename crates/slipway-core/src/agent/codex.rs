@@ -18,12 +18,18 @@
 //!   before the subcommand ("`codex exec --model gpt-5 --json resume --last …`").
 //!   The interactive `codex resume <ID>` and `codex fork <ID>` do the same.
 //!
+//! - `--add-dir <DIR>`: "Additional directories that should be writable
+//!   alongside the primary workspace"; an interactive Codex in a linked
+//!   worktree gets its git dirs this way ([`Agent::interactive_in`]).
+//!
 //! Events (`codex-rs/exec/src/exec_events.rs`): `thread.started {thread_id}`,
 //! `turn.started`, `turn.completed {usage: {input_tokens, cached_input_tokens,
 //! output_tokens}}`, `turn.failed {error: {message}}`, `item.started` /
 //! `item.updated` / `item.completed {item}` with item types `agent_message`,
 //! `reasoning`, `command_execution`, `file_change`, `mcp_tool_call`,
 //! `web_search`, `todo_list`, `error`, and a top-level `error {message}`.
+//! A `command_execution` whose `status` is `declined` was refused by the
+//! approval policy: [`AgentEvent::PermissionDenied`].
 //! Tool calls are reported once, from `item.completed` (some kinds, such as
 //! `file_change`, have no `item.started`). The final answer is the last
 //! `agent_message` of the turn, reported as `Result` at `turn.completed`.
@@ -130,8 +136,24 @@ impl Agent for Codex {
     }
 
     fn interactive(&self) -> AgentInvocation {
+        self.interactive_in(&[])
+    }
+
+    fn interactive_in(&self, git_dirs: &[std::path::PathBuf]) -> AgentInvocation {
         let mut argv = Argv::new(&self.cfg.binary);
         self.common(&mut argv, false);
+        // Its workspace-write sandbox (the default for a trusted folder, and
+        // `acceptEdits`) leaves a linked worktree's git dir read-only: `git add`
+        // would fail and the work stay uncommitted. Without a sandbox (bypass)
+        // or read-only (plan) there is nothing to add.
+        if !matches!(
+            self.cfg.permission(false),
+            PermissionMode::Bypass | PermissionMode::Plan
+        ) {
+            for dir in git_dirs {
+                argv.opt("--add-dir", Some(&dir.display().to_string()));
+            }
+        }
         match self.cfg.resume() {
             Some((id, true)) => argv.args(["fork", id]),
             Some((id, false)) => argv.args(["resume", id]),
@@ -202,6 +224,13 @@ fn completed_item(state: &SharedState, item: &Value, out: &mut Vec<AgentEvent>) 
             let text = str_at(item, "text").unwrap_or_default();
             push_text(out, text);
             state.set_last_text(text);
+        }
+        // A command the approval policy refused: nobody was there to allow it.
+        Some("command_execution") if str_at(item, "status") == Some("declined") => {
+            out.push(AgentEvent::PermissionDenied {
+                tool: "command_execution".to_owned(),
+                target: str_at(item, "command").map(str::to_owned),
+            })
         }
         Some("command_execution") => out.push(tool(
             "command_execution",

@@ -111,6 +111,15 @@ pub enum AgentEvent {
         /// What the agent said.
         message: String,
     },
+    /// The agent was refused a permission it asked for (nobody is there to
+    /// grant it in an unattended run): the run ends asking the user.
+    PermissionDenied {
+        /// The tool it wanted (`Bash`, `command_execution`, …).
+        tool: String,
+        /// What it wanted it for (the command, the file), when it says.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+    },
     /// Something besides the assistant's words: a line outside the agent's
     /// event stream (a warning on stderr, a question, a banner) or a notice in
     /// it (a retry, missing model metadata). It goes to the log; it is never
@@ -176,7 +185,7 @@ pub(crate) fn argument(input: &Value, keys: &[&str]) -> Option<String> {
 }
 
 /// `text` cut to `width` characters, an ellipsis marking the cut.
-fn cut(text: &str, width: usize) -> String {
+pub(crate) fn cut(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
@@ -195,6 +204,14 @@ pub trait Agent: Send + Sync {
     fn unattended(&self, prompt: &str) -> Result<AgentInvocation, AgentSpecError>;
     /// The command line a person runs in a terminal.
     fn interactive(&self) -> AgentInvocation;
+
+    /// The command line a person runs in a terminal in a checkout whose git
+    /// dirs `git_dirs` lie outside it (a linked worktree's): an agent whose
+    /// own sandbox allows writes only in its workspace (Codex) is also given
+    /// those, so that it can commit. The others need nothing more.
+    fn interactive_in(&self, _git_dirs: &[std::path::PathBuf]) -> AgentInvocation {
+        self.interactive()
+    }
     /// Parses one output line. Lines that are not JSON become [`AgentEvent::Notice`];
     /// JSON of a kind the provider does not know is ignored. Never panics.
     fn parse_line(&self, line: &str) -> Vec<AgentEvent>;

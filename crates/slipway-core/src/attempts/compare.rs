@@ -194,6 +194,7 @@ fn status_name(status: RunStatus) -> &'static str {
         RunStatus::Failed => "failed",
         RunStatus::TimedOut => "timedOut",
         RunStatus::Cancelled => "cancelled",
+        RunStatus::NeedsInput => "needsInput",
     }
 }
 

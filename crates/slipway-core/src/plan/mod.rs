@@ -336,6 +336,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         hooks: hooks(input.hooks.as_ref(), &defaults),
         budgets: input.budgets.or(&defaults.budgets),
         check: input.check.clone(),
+        reply: None,
     };
     let checked = check(&host, &request)?;
     probe(&host, &request, existing.as_ref())?;

@@ -244,6 +244,12 @@ pub(super) async fn drive(
                     ctx.result.completion_signal = Some(signal);
                     break;
                 }
+                IterationEnd::Asked(question) => {
+                    ctx.log
+                        .line(&format!("[slipway] the agent asks: {}", question.text));
+                    ctx.result.question = Some(question);
+                    break;
+                }
                 IterationEnd::Exited => {}
             }
         }

@@ -61,6 +61,12 @@ pub enum RunError {
         /// The error the agent reported last, if any.
         reason: Option<String>,
     },
+    /// The agent's session has another writer (an interactive agent still
+    /// holds it): the agent would not work on it.
+    #[error(
+        "the {agent} session is busy: another process (an interactive {agent} left open?) is writing to it, so the agent did not work; close that one and reply or hand off again (the agent said: {said})"
+    )]
+    SessionBusy { agent: &'static str, said: String },
     /// The session to resume cannot be found or moved where the run needs it.
     #[error(transparent)]
     Session(#[from] crate::agent::session::SessionError),
@@ -132,6 +138,7 @@ impl RunError {
             RunError::IdleTimeout { .. } => crate::error::ErrorKind::IdleTimeout,
             RunError::BudgetReached(_) => crate::error::ErrorKind::BudgetReached,
             RunError::AgentFailed { .. } => crate::error::ErrorKind::AgentFailed,
+            RunError::SessionBusy { .. } => crate::error::ErrorKind::SessionBusy,
             RunError::Session(e) => e.kind(),
             RunError::Cancelled => crate::error::ErrorKind::Cancelled,
             RunError::Merge(e) => e.kind(),

@@ -20,7 +20,8 @@ const TAIL: u64 = 4096;
 pub struct RunEntry {
     /// Run id.
     pub run_id: crate::ids::RunId,
-    /// `running`, or how it ended (`completed`, `failed`, `timedOut`, `cancelled`).
+    /// `running`, or how it ended (`completed`, `failed`, `timedOut`,
+    /// `cancelled`, `needsInput`).
     pub status: String,
     /// The agent's provider name, when the record knows it.
     pub agent: Option<String>,
@@ -42,6 +43,12 @@ pub struct RunEntry {
     pub elapsed_secs: u64,
     /// What its agent is doing (or did last): step, files, turns, tokens, cost.
     pub activity: Option<crate::agent::activity::Activity>,
+    /// What it asks, when it ended `needsInput`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<super::question::Question>,
+    /// The run whose question it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<crate::ids::RunId>,
 }
 
 /// Every run of the repository, newest first. A record whose process died
@@ -74,6 +81,8 @@ fn entry(slipway_dir: &Path, r: RunRecord) -> RunEntry {
         elapsed_secs: end.saturating_sub(r.started),
         activity: super::record::load_activity(slipway_dir, &r.run_id),
         iterations: r.result.as_ref().map_or(0, |res| res.iterations),
+        question: r.result.as_ref().and_then(|res| res.question.clone()),
+        reply_to: r.reply_to.clone(),
         status,
         agent: r.agent,
         sandbox: r.sandbox,

@@ -39,7 +39,9 @@ mod place;
 pub mod private_git;
 mod process;
 pub mod quarantine;
+pub mod question;
 pub mod record;
+pub mod reply;
 mod result;
 mod returned;
 pub mod sandboxes;
@@ -450,6 +452,7 @@ pub async fn run(
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
     let slipway_dir = host.slipway_dir();
     let mut record = RunRecord::starting(&run_id);
+    record.reply_to = request.reply.as_ref().map(|r| r.previous.clone());
     record.agent = Some(request.agent.name().to_owned());
     record.sandbox = Some(request.sandbox.kind_name().to_owned());
     // A run nobody can follow (its record cannot be written: a full disk, a
@@ -573,6 +576,8 @@ async fn run_recorded(
             actions: Vec::new(),
             budget: None,
             merged_commits: Vec::new(),
+            question: None,
+            reply_to: request.reply.as_ref().map(|r| r.previous.clone()),
         },
     };
     let fail = |mut ctx: Ctx<'_>, error: RunError| {
@@ -820,9 +825,35 @@ async fn run_recorded(
             Err(e) => error = Some(e.into()),
         }
     }
+    if error.is_none() && ctx.result.question.is_some() {
+        record.resumable = Some(question::Resumable {
+            agent: request.agent.clone(),
+            sandbox: request.sandbox.clone(),
+            strategy: match (&place.record, &request.strategy) {
+                (None, _) => RunStrategy::Head,
+                (Some(_), strategy) => strategy.clone(),
+            },
+            worktree: place
+                .record
+                .as_ref()
+                .and_then(|r| crate::ids::WorktreeId::parse(&r.id).ok()),
+            owns_worktree: place.record.is_some() && !place.handle,
+            sandbox_id: request.sandbox_id.clone(),
+            timeouts: request.timeouts,
+            budgets: request.budgets,
+            completion_signals: request.completion_signals.clone(),
+            sandbox_hooks: request.hooks.sandbox_on_sandbox_ready.clone(),
+            check: request.check.clone(),
+        });
+    }
     finish_place(&mut ctx, host, &place, strategy);
     drop(place.lock);
     match error {
+        None if ctx.result.question.is_some() => {
+            ctx.result.status = RunStatus::NeedsInput;
+            ctx.log.line("[slipway] needs input");
+            Ok(ctx.result)
+        }
         None => {
             ctx.result.status = RunStatus::Completed;
             ctx.log.line("[slipway] completed");

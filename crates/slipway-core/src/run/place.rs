@@ -33,12 +33,14 @@ pub(super) fn prepare_place(
         let record = worktree::find(host, selector)
             .ok_or_else(|| RunError::WorktreeNotFound(selector.clone()))?;
         let lock = worktree::lock_branch(host, &record.branch)?;
+        // A reply to a run that made its worktree finishes it as that run would.
+        let handle = !request.reply.as_ref().is_some_and(|r| r.owns_worktree);
         return Ok((
             Place {
                 cwd: record.path.clone(),
                 branch: record.branch.clone(),
                 record: Some(record),
-                handle: true,
+                handle,
                 lock,
                 copied: request.copy.clone(),
                 workspace: None,
@@ -119,7 +121,11 @@ pub(super) fn finish_place(
     let mut record =
         WorktreeRecord::load(&slipway_dir, &record.id).unwrap_or_else(|| record.clone());
     record.run_pid = None;
-    let close_after = strategy == Some(WorktreeStrategy::MergeToHead) && !place.handle;
+    // A run that ends asking keeps its worktree for the reply, which
+    // finishes it as this run would have.
+    let close_after = strategy == Some(WorktreeStrategy::MergeToHead)
+        && !place.handle
+        && ctx.result.question.is_none();
     if close_after {
         match worktree::close_locked(host, record.clone(), false, &place.lock) {
             Ok(CloseOutcome::Removed { branch_kept, .. }) => {

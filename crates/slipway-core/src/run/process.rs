@@ -1,12 +1,15 @@
 //! Supervising processes in a sandbox: output, idle and hook timeouts, the
 //! completion signal and its grace, cancellation, and stray processes.
 
+use super::question::Question;
 use super::*;
 use crate::agent::session::TokenTotals;
 
 pub(super) enum IterationEnd {
     Exited,
     Signalled(String),
+    /// The agent ended asking the user (see [`super::question`]).
+    Asked(super::question::Question),
 }
 
 /// What to do about processes a finished process left behind. On the host
@@ -174,7 +177,21 @@ struct Outcome {
     stream_usage: bool,
     /// The session id this invocation named.
     session: Option<String>,
+    /// Permissions the agent was refused, as `tool: target`.
+    denials: Vec<String>,
+    /// What the agent asked through its tool for asking the user.
+    asked: Option<String>,
+    /// What the agent said when its session had another writer.
+    busy: Option<String>,
 }
+
+/// What Codex says when another process holds the session it resumes
+/// (`thread/resume failed: … already has an active writer`), and Claude Code
+/// when a session id it is to start is taken (`Session ID … is already in use`).
+const BUSY_MARKS: &[&str] = &["already has an active writer", "is already in use"];
+
+/// The tool Claude Code asks the user with; unattended, nobody answers.
+const ASK_TOOL: &str = "AskUserQuestion";
 
 impl Outcome {
     /// Folds one parsed event into the result and this outcome.
@@ -230,9 +247,59 @@ impl Outcome {
                     cached_input_tokens,
                 };
             }
-            AgentEvent::Error { message } => self.error = Some(message),
-            AgentEvent::ToolCall { .. } | AgentEvent::Notice { .. } => {}
+            AgentEvent::Error { message } => {
+                self.note_busy(&message);
+                self.error = Some(message);
+            }
+            AgentEvent::Notice { text } => self.note_busy(&text),
+            AgentEvent::ToolCall { name, input } if name == ASK_TOOL => {
+                let questions = input.get("questions").and_then(serde_json::Value::as_array);
+                let text: Vec<&str> = questions
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|q| q.get("question").and_then(serde_json::Value::as_str))
+                    .collect();
+                if !text.is_empty() {
+                    self.asked = Some(text.join("\n"));
+                }
+            }
+            AgentEvent::PermissionDenied { tool, target } => self.denials.push(match target {
+                Some(target) => format!("{tool}: {target}"),
+                None => tool,
+            }),
+            AgentEvent::ToolCall { .. } => {}
         }
+    }
+
+    fn note_busy(&mut self, text: &str) {
+        if self.busy.is_none() && BUSY_MARKS.iter().any(|m| text.contains(m)) {
+            self.busy = Some(text.trim().to_owned());
+        }
+    }
+
+    /// The question the invocation ended with, if it ended asking (its
+    /// final answer `final_text`).
+    fn question(&self, final_text: Option<&str>, session: Option<&str>) -> Option<Question> {
+        use super::question::{QuestionReason, asks_user};
+        let (text, reason) = if !self.denials.is_empty() {
+            let mut text = format!(
+                "the agent was refused permission for {}",
+                self.denials.join("; ")
+            );
+            if let Some(words) = final_text.and_then(asks_user) {
+                text = format!("{words}\n({text})");
+            }
+            (text, QuestionReason::PermissionDenied)
+        } else if let Some(asked) = &self.asked {
+            (asked.clone(), QuestionReason::WaitingForInput)
+        } else {
+            (asks_user(final_text?)?, QuestionReason::Asked)
+        };
+        Some(Question {
+            text,
+            reason,
+            session_id: session.map(str::to_owned),
+        })
     }
 
     fn match_signal(&mut self, signals: &[String], text: &str) {
@@ -370,12 +437,26 @@ pub(super) async fn run_iteration(
                 }
                 break IterationEnd::Signalled(s);
             }
+            if let Some(said) = outcome.busy.clone()
+                && (code != 0 || outcome.error.is_some())
+            {
+                return Err(RunError::SessionBusy {
+                    agent: agent.name(),
+                    said,
+                });
+            }
             if code != 0 || outcome.error.is_some() {
                 return Err(RunError::AgentFailed {
                     code,
                     iteration,
                     reason: outcome.error,
                 });
+            }
+            let session = ctx.result.session_id.clone();
+            if let Some(question) =
+                outcome.question(ctx.result.final_text.as_deref(), session.as_deref())
+            {
+                break IterationEnd::Asked(question);
             }
             break IterationEnd::Exited;
         }
@@ -454,4 +535,71 @@ async fn read_session_log(
     text.lines()
         .filter_map(|line| agent.parse_session_log_line(line))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::question::QuestionReason;
+
+    fn taken(events: Vec<AgentEvent>) -> Outcome {
+        let mut outcome = Outcome::default();
+        let mut result =
+            RunRecord::starting(&RunId::new()).failed_result(Path::new("/x"), String::new());
+        let mut total = TokenTotals::default();
+        let mut rules = StreamRules {
+            signals: &[],
+            resume_id: None,
+            session_total: &mut total,
+        };
+        for event in events {
+            outcome.take(&mut result, &mut rules, event);
+        }
+        outcome
+    }
+
+    #[test]
+    fn a_second_writer_on_the_session_is_recognised_in_what_the_agent_printed() {
+        let outcome = taken(vec![AgentEvent::Notice {
+            text: "Error: thread/resume failed: thread 0199a213 already has an active writer"
+                .into(),
+        }]);
+        assert!(
+            outcome
+                .busy
+                .as_deref()
+                .is_some_and(|b| b.contains("active writer"))
+        );
+        assert!(
+            taken(vec![AgentEvent::Notice {
+                text: "Reconnecting… 1/5".into()
+            }])
+            .busy
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_denied_permission_or_the_ask_tool_is_a_question() {
+        let denied = taken(vec![AgentEvent::PermissionDenied {
+            tool: "Bash".into(),
+            target: Some("rm -rf build".into()),
+        }]);
+        let q = denied
+            .question(Some("I could not clean up."), Some("s1"))
+            .expect("asks");
+        assert_eq!(q.reason, QuestionReason::PermissionDenied);
+        assert!(q.text.contains("Bash: rm -rf build"), "{}", q.text);
+        assert_eq!(q.session_id.as_deref(), Some("s1"));
+        let asked = taken(vec![AgentEvent::ToolCall {
+            name: ASK_TOOL.into(),
+            input: serde_json::json!({"questions": [{"question": "Which port?"}]}),
+        }]);
+        let q = asked.question(None, None).expect("asks");
+        assert_eq!(
+            (q.reason, q.text.as_str()),
+            (QuestionReason::WaitingForInput, "Which port?")
+        );
+        assert!(taken(vec![]).question(Some("All done."), None).is_none());
+    }
 }

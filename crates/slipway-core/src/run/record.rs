@@ -64,6 +64,12 @@ pub struct RunRecord {
     /// do not report it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub watched: bool,
+    /// The run whose question this run answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<RunId>,
+    /// What a reply needs, once the run ended asking the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumable: Option<super::question::Resumable>,
 }
 
 /// The folder of run records.
@@ -120,6 +126,8 @@ impl RunRecord {
             sandbox: None,
             result: None,
             watched: false,
+            reply_to: None,
+            resumable: None,
         }
     }
 
@@ -230,6 +238,8 @@ impl RunRecord {
                 message,
             }),
             actions: Vec::new(),
+            question: None,
+            reply_to: self.reply_to.clone(),
             budget: None,
             merged_commits: Vec::new(),
         }

@@ -14,6 +14,9 @@ pub enum RunStatus {
     TimedOut,
     /// The run was cancelled.
     Cancelled,
+    /// The agent ended asking the user (`question` says what); its work is
+    /// brought back as for `completed`, its worktree kept for the reply.
+    NeedsInput,
 }
 
 /// A commit the run created.
@@ -120,6 +123,12 @@ pub struct RunResult {
     pub mounts: Vec<workspace::MountResult>,
     /// Why it did not complete.
     pub error: Option<ErrorInfo>,
+    /// What the agent asks, when it ended asking (status `needsInput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<super::question::Question>,
+    /// The run whose question this run answers (`slipway reply`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<crate::ids::RunId>,
     /// The budget that ended it, when one did (status `timedOut`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStop>,

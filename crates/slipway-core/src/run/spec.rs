@@ -386,6 +386,9 @@ pub struct RunRequest {
     /// its exit status and output tail go into the result as `check`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
+    /// The run whose question this one answers (`slipway reply`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<super::question::ReplyLink>,
 }
 
 #[cfg(test)]

@@ -264,6 +264,23 @@ pub struct WorktreeStatus {
     pub actions: Vec<crate::actions::Action>,
 }
 
+/// The git dirs a person's agent working in the checkout at `path` writes
+/// when it commits: a linked worktree's own admin dir (`<common>/worktrees/<id>`,
+/// its index and HEAD) and the common dir (objects and refs). Empty for a
+/// main checkout (its `.git` is inside it) or a path git does not know.
+pub fn commit_dirs(path: &Path) -> Vec<PathBuf> {
+    let Ok(repo) = git2::Repository::open(path) else {
+        return Vec::new();
+    };
+    if !repo.is_worktree() {
+        return Vec::new();
+    }
+    let trim = |p: &Path| p.components().collect::<PathBuf>();
+    let mut dirs = vec![trim(repo.path()), trim(repo.commondir())];
+    dirs.dedup();
+    dirs
+}
+
 /// Whether a process is alive.
 pub fn pid_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {

@@ -24,6 +24,11 @@ M.latest = {}
 ---@type table<string, { root?: string, status: string, branch?: string, worktreePath?: string }>
 M.done = {}
 
+--- Runs that ended asking the user (`needsInput`), by run id, until a reply
+--- answers them: the status line marks them, `:Slipway reply` offers them.
+---@type table<string, { root?: string, question: string, branch?: string, worktreePath?: string }>
+M.waiting = {}
+
 --- The runs last listed in the runs view, and their repository.
 ---@type { root: string, runs: table[] }?
 local shown
@@ -57,12 +62,23 @@ function M.on_finished(p)
   if type(p.runId) ~= 'string' then
     return
   end
-  M.done[p.runId] = {
+  local entry = {
     root = p.root and util.realpath(p.root) or nil,
     status = tostring(p.status),
     branch = util.present(p.branch),
     worktreePath = util.present(p.worktreePath),
   }
+  if p.status == 'needsInput' then
+    local q = type(p.question) == 'table' and util.present(p.question.text) or nil
+    M.waiting[p.runId] = vim.tbl_extend('force', entry, { question = q or '(the agent asks for input)' })
+  else
+    M.done[p.runId] = entry
+  end
+  -- A reply that ended answered its question, whatever it found.
+  local previous = util.present(p.replyTo)
+  if type(previous) == 'string' and p.status ~= 'failed' and p.status ~= 'cancelled' then
+    M.waiting[previous] = nil
+  end
   for _, r in ipairs(shown and shown.runs or {}) do
     if r.runId == p.runId then
       r.status = p.status

@@ -717,6 +717,67 @@ function flows.cancel(args)
   return answer
 end
 
+--- The runs of `root` waiting for an answer: those heard ending so, else
+--- those `slipway.runs` lists as `needsInput`.
+---@param root string
+---@return { runId: string, question: string, branch?: string, root: string }[]
+local function waiting_runs(root)
+  local activity = require('slipway.activity')
+  local out = {}
+  local real = util.realpath(root)
+  for id, q in pairs(activity.waiting) do
+    if q.root == real then
+      out[#out + 1] = { runId = id, question = q.question, branch = q.branch, root = root }
+    end
+  end
+  if #out == 0 then
+    for _, r in ipairs(lsp.must(root, 'slipway.runs', { root = root }).runs or {}) do
+      if r.status == 'needsInput' and type(r.question) == 'table' then
+        out[#out + 1] = { runId = r.runId, question = tostring(r.question.text), branch = r.branch, root = root }
+      end
+    end
+  end
+  table.sort(out, function(a, b)
+    return a.runId > b.runId
+  end)
+  return out
+end
+
+--- `reply`: answer a run that ended asking; a new run resumes its session.
+function flows.reply(args)
+  local root = need_root()
+  local waiting = waiting_runs(root)
+  local chosen
+  for _, r in ipairs(waiting) do
+    if r.runId == args.run then
+      chosen = r
+    end
+  end
+  if not chosen and args.run then
+    chosen = { runId = args.run, question = nil, root = root }
+  elseif not chosen then
+    if #waiting == 0 then
+      util.notify('no run is waiting for input')
+      return nil
+    end
+    chosen = #waiting == 1 and waiting[1]
+      or async.select(waiting, {
+        prompt = 'slipway: reply to run',
+        kind = 'slipway.run',
+        format_item = function(r)
+          return ('%s  %s  · %s'):format(r.runId, r.branch ~= vim.NIL and r.branch or '', r.question)
+        end,
+      })
+  end
+  local question = chosen.question and (chosen.question .. '\n') or ''
+  local answer = args.prompt or async.input({ prompt = ('%sslipway: answer to %s: '):format(question, chosen.runId) })
+  local started = lsp.must(chosen.root, 'slipway.reply', { runId = chosen.runId, answer = answer, root = chosen.root })
+  require('slipway.activity').waiting[chosen.runId] = nil
+  util.notify(('run %s answers %s (:Slipway log %s)'):format(started.runId, chosen.runId, started.runId))
+  vim.cmd('redrawstatus!')
+  return started
+end
+
 --- `problems`: slipway's diagnostics into the quickfix list.
 function flows.problems(_)
   local items = {}
@@ -960,6 +1021,7 @@ M.keys = {
   stop = { 'worktree=' },
   close = { 'worktree=' },
   cancel = { 'run=' },
+  reply = { 'run=', 'prompt=' },
   problems = {},
   details = {},
 }
@@ -967,6 +1029,7 @@ M.keys = {
 --- What a bare word is, per subcommand (the rest: a worktree).
 local positional = {
   cancel = 'run',
+  reply = 'run',
   log = 'run',
   attempts = 'group',
   workspace = 'workspace',
@@ -1063,7 +1126,13 @@ local values = {
     return lsp.known_names('sandboxes')
   end,
   worktree = worktree_names,
-  run = run_ids,
+  run = function(sub)
+    if sub ~= 'reply' then
+      return run_ids()
+    end
+    local ids = vim.tbl_keys(require('slipway.activity').waiting)
+    table.sort(ids)
+    return ids
   group = function()
     return {}
   end,
@@ -1175,7 +1244,7 @@ function M.complete(arglead, cmdline)
         bare = 'worktree'
       end
       if bare and values[bare] and not arglead:find('=', 1, true) then
-        local ok, got = pcall(values[bare])
+        local ok, got = pcall(values[bare], sub)
         candidates = vim.list_extend(ok and got or {}, candidates)
       end
     end

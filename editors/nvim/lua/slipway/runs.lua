@@ -9,7 +9,9 @@ local M = {}
 ---@class slipway.RunFinished
 ---@field runId string
 ---@field root string
----@field status 'completed'|'failed'|'timedOut'|'cancelled'
+---@field status 'completed'|'failed'|'timedOut'|'cancelled'|'needsInput'
+---@field question? { text: string, reason: string, sessionId?: string }
+---@field replyTo? string
 ---@field commits { sha: string }[]
 ---@field branch string
 ---@field worktreePath string
@@ -36,6 +38,7 @@ local levels = {
   cancelled = vim.log.levels.WARN,
   failed = vim.log.levels.ERROR,
   timedOut = vim.log.levels.ERROR,
+  needsInput = vim.log.levels.WARN,
 }
 
 local str = util.present
@@ -185,6 +188,13 @@ function M.summary(p)
   local yours = worktree and require('slipway.status').is_yours(worktree)
   local merged = M.merge_text(p)
   local head = ('run %s %s: %d commit%s'):format(p.runId, p.status, n, n == 1 and '' or 's')
+  local question = type(p.question) == 'table' and str(p.question.text) or nil
+  if p.status == 'needsInput' then
+    -- The question is what a person must see: first, on the line shown.
+    head = ('run %s asks: %s'):format(p.runId, question or '(no text)')
+  elseif str(p.error) and p.error.kind == 'sessionBusy' then
+    head = ('run %s failed (sessionBusy): the agent session has another writer'):format(p.runId)
+  end
   if merged then
     head = head .. ' ' .. merged
   elseif str(p.branch) then
@@ -204,6 +214,16 @@ function M.summary(p)
     head = head .. ' — ' .. table.concat(offered, ' or ')
   end
   lines[1] = head
+  if p.status == 'needsInput' then
+    lines[#lines + 1] = ('answer with :Slipway reply %s — %d commit%s so far'):format(
+      p.runId,
+      n,
+      n == 1 and '' or 's'
+    )
+  end
+  if str(p.replyTo) then
+    lines[#lines + 1] = 'answers run ' .. p.replyTo
+  end
   local extra = {}
   if type(p.iterations) == 'number' and p.iterations > 1 then
     extra[#extra + 1] = p.iterations .. ' iterations'

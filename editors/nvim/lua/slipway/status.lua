@@ -202,7 +202,8 @@ end
 
 --- The runs part of the status line for `repo`: each running run with its
 --- latest step (`⟳ editing src/a.rs`), and each run that ended here since
---- `:Slipway runs` was last shown (`✓ branch`, `✗ branch` when not completed).
+--- `:Slipway runs` was last shown (`✓ branch`, `✗ branch` when not completed),
+--- and each run waiting for an answer (`? branch`, highlighted `SlipwayNeedsInput`).
 --- `w` is the worktree the status line is about: its own run needs no branch.
 ---@param repo slipway.Snapshot
 ---@param w? slipway.WorktreeStatus
@@ -235,6 +236,19 @@ local function run_parts(repo, w, sym)
     parts[#parts + 1] = ' ' .. mark .. tostring(#others)
   end
   local root = repo.root and util.realpath(repo.root)
+  -- A run waiting for an answer stands out: its own highlight, until replied.
+  local asking = vim.tbl_keys(activity.waiting)
+  table.sort(asking)
+  for _, id in ipairs(asking) do
+    local q = activity.waiting[id]
+    if q.root == root then
+      local ours = w and q.worktreePath and util.realpath(q.worktreePath) == util.realpath(w.path)
+      parts[#parts + 1] = '%#SlipwayNeedsInput#'
+        .. (sym.needs_input or ' ?')
+        .. (ours and '' or (' ' .. (q.branch or id)))
+        .. '%*'
+    end
+  end
   local ids = vim.tbl_keys(activity.done)
   table.sort(ids)
   for _, id in ipairs(ids) do

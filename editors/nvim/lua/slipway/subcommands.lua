@@ -18,6 +18,7 @@ return {
   'stop',
   'close',
   'cancel',
+  'reply',
   'problems',
   'details',
 }
