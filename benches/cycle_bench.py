@@ -13,6 +13,9 @@ pairs, the order alternating each round, with the per-round ratio's min–max:
 - [checkout] create without copy-in vs `git worktree add` (and with
   `checkout.workers=4`);
 - [close] close vs `rm -rf` of the same files;
+- [sandcastle] the cycle against Sandcastle 0.12.0's `createWorktree` (copying
+  node_modules in) + `close()`, timed inside one Node process (its start-up is
+  not counted; slipway's is), installed from npm into ~/.cache/slipway/bench-sandcastle;
 - [branches] `slipway branches --json`, 5k local branches (2.5k with
   upstreams) + 2.5k remote-tracking, vs `git for-each-ref` with the same fields;
 - [scale] the cycle at 1k / 10k / 100k tracked files (a 1k-file copy-in);
@@ -119,7 +122,19 @@ def wanted(name):
 
 
 print(f"filesystem: {subprocess.run(['findmnt', '-no', 'SOURCE,FSTYPE,OPTIONS', '-T', WORK], capture_output=True, text=True).stdout.strip()}")
-if wanted("cycle") or wanted("checkout") or wanted("close"):
+def sandcastle():
+    """A Sandcastle process of benches/sandcastle_cycle.mjs, installed from npm once."""
+    home = os.path.join(os.path.expanduser("~"), ".cache", "slipway", "bench-sandcastle")
+    if not os.path.isdir(os.path.join(home, "node_modules", "@ai-hero", "sandcastle")):
+        os.makedirs(home, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--prefix", home, "@ai-hero/sandcastle@0.12.0"], check=True)
+    script = os.path.join(home, "sandcastle_cycle.mjs")
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandcastle_cycle.mjs")) as src, open(script, "w") as dst:
+        dst.write(src.read())
+    return script
+
+
+if wanted("cycle") or wanted("checkout") or wanted("close") or wanted("sandcastle"):
     repo = repo_with("repo5k", 5000, 10000)
     header(f"5,000 tracked files, 10,000 ignored; {ROUNDS} interleaved rounds")
     if wanted("cycle"):
@@ -127,6 +142,25 @@ if wanted("cycle") or wanted("checkout") or wanted("close"):
         ta, tb, _ = interleaved(ROUNDS, slip, git)
         row("create + copy-in 10k ignored + close (close returns)", ta, tb, "git worktree add + cp -R + git worktree remove")
         row("the same until the files are deleted", gone, tb, "the same")
+    if wanted("sandcastle"):
+        script = sandcastle()
+        node = subprocess.Popen(["node", script, repo], cwd=repo, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        slip, _git, _gone = cycle_pair(repo, "sc")
+        m = [0]
+
+        def castle():
+            m[0] += 1
+            node.stdin.write(f"bench/castle{m[0]}\n")
+            node.stdin.flush()
+            line = node.stdout.readline()
+            if not line:
+                raise SystemExit(f"sandcastle exited: {node.wait()}")
+            return float(line) / 1000
+
+        ta, tb, _ = interleaved(ROUNDS, slip, castle)
+        node.stdin.close()
+        node.wait()
+        row("create + copy-in 10k ignored + close (close returns)", ta, tb, "Sandcastle 0.12.0 createWorktree + close()")
     if wanted("checkout"):
         n = [0]
 

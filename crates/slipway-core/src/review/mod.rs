@@ -90,7 +90,6 @@ impl Subject {
 /// The kept branches: temporary merge-to-head branches with no worktree
 /// record, oldest name first.
 pub fn kept_branches(host: &HostRepo) -> Vec<String> {
-    let records = WorktreeRecord::load_all(&host.slipway_dir());
     let Ok(refs) = host
         .git()
         .references_glob(&format!("refs/heads/{KEPT_PREFIX}*"))
@@ -100,8 +99,13 @@ pub fn kept_branches(host: &HostRepo) -> Vec<String> {
     let mut out: Vec<String> = refs
         .flatten()
         .filter_map(|r| r.shorthand().ok().map(str::to_owned))
-        .filter(|b| !records.iter().any(|r| &r.branch == b))
         .collect();
+    // The records are read only when there is a candidate (a listing calls
+    // this each time, and most repositories have no kept branch).
+    if !out.is_empty() {
+        let records = WorktreeRecord::load_all(&host.slipway_dir());
+        out.retain(|b| !records.iter().any(|r| &r.branch == b));
+    }
     out.sort();
     out
 }

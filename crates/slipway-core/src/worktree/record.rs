@@ -207,41 +207,56 @@ impl WorktreeRecord {
 
     /// The ids of records that are there but cannot be read, with why.
     pub fn corrupt(slipway_dir: &Path) -> Vec<(String, RecordError)> {
-        let Ok(entries) = std::fs::read_dir(state_dir(slipway_dir)) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(id) = name
-                .strip_suffix(".json")
-                .filter(|_| !name.starts_with('.'))
-            else {
-                continue;
-            };
-            if let Err(e @ RecordError::Corrupt { .. }) = Self::read(slipway_dir, id) {
-                out.push((id.to_owned(), e));
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out
+        RecordDir::read(slipway_dir).corrupt
     }
 
     /// Loads every readable record, sorted by creation time then id.
     pub fn load_all(slipway_dir: &Path) -> Vec<WorktreeRecord> {
+        RecordDir::read(slipway_dir).records
+    }
+}
+
+/// Every record file of a state dir, each read and checked once: a listing
+/// that needs the records, the corrupt ones and which ids have a file reads
+/// the folder one time instead of once for each question.
+#[derive(Debug, Default)]
+pub struct RecordDir {
+    /// The readable records, sorted by creation time then id.
+    pub records: Vec<WorktreeRecord>,
+    /// The ids of records that are there but corrupt, with why, sorted by id.
+    pub corrupt: Vec<(String, RecordError)>,
+    /// The id of every record file there, readable or not.
+    pub ids: std::collections::HashSet<String>,
+}
+
+impl RecordDir {
+    /// Reads every record file under `slipway_dir` (none when the folder is missing).
+    pub fn read(slipway_dir: &Path) -> RecordDir {
+        let mut dir = RecordDir::default();
         let Ok(entries) = std::fs::read_dir(state_dir(slipway_dir)) else {
-            return Vec::new();
+            return dir;
         };
-        let mut out: Vec<WorktreeRecord> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                let id = name.to_str()?.strip_suffix(".json")?.to_owned();
-                (!id.starts_with('.')).then_some(id)
-            })
-            .filter_map(|id| Self::read(slipway_dir, &id).ok().flatten())
-            .collect();
-        out.sort_by(|a: &WorktreeRecord, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
-        out
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .filter(|id| !id.starts_with('.'))
+            else {
+                continue;
+            };
+            match WorktreeRecord::read(slipway_dir, id) {
+                Ok(Some(record)) => dir.records.push(record),
+                Ok(None) => continue,
+                Err(e @ RecordError::Corrupt { .. }) => dir.corrupt.push((id.to_owned(), e)),
+                // Unreadable for now (permissions, I/O): neither listed nor rewritten.
+                Err(_) => {}
+            }
+            dir.ids.insert(id.to_owned());
+        }
+        dir.records
+            .sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
+        dir.corrupt.sort_by(|a, b| a.0.cmp(&b.0));
+        dir
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::*;
+use record::RecordDir;
 
 /// Lists every slipway worktree of the repository, after reconciling records with git.
 pub fn list(host: &HostRepo) -> Result<Vec<WorktreeStatus>, git2::Error> {
@@ -50,15 +51,23 @@ pub fn list_with(
     host: &HostRepo,
     mut status: impl FnMut(&WorktreeRecord) -> Result<Counts, git2::Error>,
 ) -> Result<Vec<WorktreeStatus>, git2::Error> {
-    reconcile(host)?;
     let repo = host.git();
     let slipway_dir = host.slipway_dir();
+    // The registrations and the records are read once for the whole listing
+    // (a listing of 200 worktrees read each record five times before).
+    let registered = worktrees::registered(repo)?;
+    let mut dir = RecordDir::read(&slipway_dir);
+    if reconcile_with(host, &dir, &registered) {
+        dir = RecordDir::read(&slipway_dir);
+    }
+    let registered_ids: std::collections::HashSet<&str> =
+        registered.iter().map(|w| w.id.as_str()).collect();
     let mut out = Vec::new();
-    for record in WorktreeRecord::load_all(&slipway_dir) {
+    for record in dir.records {
         let building = record
             .creating_pid
             .map(|_| creation_state(&slipway_dir, &record.id));
-        let present = record.path.is_dir() && worktrees::is_registered(repo, &record.id);
+        let present = registered_ids.contains(record.id.as_str()) && record.path.is_dir();
         let Counts {
             changed,
             ahead,
@@ -102,13 +111,14 @@ pub fn list_with(
             actions,
         });
     }
-    for (id, error) in WorktreeRecord::corrupt(&slipway_dir) {
-        let registered = worktrees::registered(repo)?
-            .into_iter()
-            .find(|w| w.id == id);
+    for (id, error) in dir.corrupt {
+        let branch = registered
+            .iter()
+            .find(|w| w.id == id)
+            .and_then(|w| w.branch.clone());
         out.push(WorktreeStatus {
             path: worktrees_dir(host).join(&id),
-            branch: registered.and_then(|w| w.branch).unwrap_or_default(),
+            branch: branch.unwrap_or_default(),
             id,
             strategy: WorktreeStrategy::Branch,
             dirty: false,
@@ -149,31 +159,39 @@ fn run_alive(host: &HostRepo, record: &WorktreeRecord) -> bool {
 /// worktrees without a record get one; `running` records whose process is gone
 /// become `active` (or `preserved` when dirty). Never deletes anything.
 pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
-    let repo = host.git();
+    let registered = worktrees::registered(host.git())?;
+    reconcile_with(host, &RecordDir::read(&host.slipway_dir()), &registered);
+    Ok(())
+}
+
+/// [`reconcile`] over registrations and records already read; whether it
+/// wrote any record (the caller then reads them again).
+fn reconcile_with(host: &HostRepo, dir: &RecordDir, registered: &[worktrees::Registered]) -> bool {
     let slipway_dir = host.slipway_dir();
-    let wt_dir = canonical(&worktrees_dir(host));
-    for wt in worktrees::registered(repo)? {
+    let mut wrote = false;
+    let mut wt_dir = None;
+    for wt in registered {
+        // A record that is there, readable or not, is never rewritten here.
+        if dir.ids.contains(&wt.id) {
+            continue;
+        }
+        let wt_dir = wt_dir.get_or_insert_with(|| canonical(&worktrees_dir(host)));
         let path = canonical(&wt.path);
-        if !path.starts_with(&wt_dir) || !path.is_dir() {
+        if !path.starts_with(&*wt_dir) || !path.is_dir() {
             continue;
         }
-        // A record that is there but unreadable is reported, never rewritten.
-        if !matches!(WorktreeRecord::read(&slipway_dir, &wt.id), Ok(None)) {
-            continue;
-        }
-        let Some(branch) = wt.branch else { continue };
-        let record = create::recovered_record(host, &wt.id, &path, &branch);
-        if let Err(e) = record.save(&slipway_dir) {
-            tracing::warn!("{e}");
+        let Some(branch) = &wt.branch else { continue };
+        let record = create::recovered_record(host, &wt.id, &path, branch);
+        match record.save(&slipway_dir) {
+            Ok(()) => wrote = true,
+            Err(e) => tracing::warn!("{e}"),
         }
     }
-    for mut record in WorktreeRecord::load_all(&slipway_dir) {
-        if record.state != WorktreeState::Running {
+    for record in &dir.records {
+        if record.state != WorktreeState::Running || run_alive(host, record) {
             continue;
         }
-        if run_alive(host, &record) {
-            continue;
-        }
+        let mut record = record.clone();
         let dirty = worktrees::changed_paths_at(&record.path).is_ok_and(|c| !c.is_empty());
         record.state = if dirty {
             WorktreeState::Preserved
@@ -185,9 +203,10 @@ pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
             record.run_id.as_deref().unwrap_or("?")
         ));
         record.run_pid = None;
-        if let Err(e) = record.save(&slipway_dir) {
-            tracing::warn!("{e}");
+        match record.save(&slipway_dir) {
+            Ok(()) => wrote = true,
+            Err(e) => tracing::warn!("{e}"),
         }
     }
-    Ok(())
+    wrote
 }
