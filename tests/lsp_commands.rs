@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = EVENT_DEADLINE;
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 20] = [
+const DESIGN_COMMANDS: [&str; 21] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
