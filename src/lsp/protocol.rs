@@ -174,6 +174,8 @@ pub struct RunArgs {
     pub check: Option<String>,
     /// Run this many attempts as one group (see `slipway.attempts`).
     pub attempts: Option<usize>,
+    /// The user's Docker engine to run on, by name (docs/protocol.md §3.4).
+    pub engine: Option<String>,
 }
 
 impl RunArgs {
@@ -212,6 +214,7 @@ impl RunArgs {
             hooks: self.hooks,
             check: self.check,
             handoff,
+            engine: self.engine,
         }
     }
 }

@@ -348,6 +348,7 @@ impl Failure for crate::run::RunError {
     fn data(&self) -> Map<String, Value> {
         match self {
             crate::run::RunError::Plan(e) => e.data(),
+            crate::run::RunError::Engine(e) => e.data(),
             _ => Map::new(),
         }
     }

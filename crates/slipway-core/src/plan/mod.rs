@@ -176,6 +176,10 @@ pub struct RunInput {
     pub check: Option<String>,
     /// A handoff: the worktree must be given.
     pub handoff: bool,
+    /// The user's Docker engine to run on (see [`crate::engines`]); unset:
+    /// the first with a free slot.
+    #[serde(default)]
+    pub engine: Option<String>,
 }
 
 /// A checked run: where, and the request the run carries out as it is.
@@ -336,6 +340,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         hooks: hooks(input.hooks.as_ref(), &defaults),
         budgets: input.budgets.or(&defaults.budgets),
         check: input.check.clone(),
+        engine: input.engine.clone(),
     };
     let checked = check(&host, &request)?;
     probe(&host, &request, existing.as_ref())?;

@@ -386,6 +386,11 @@ pub struct RunRequest {
     /// its exit status and output tail go into the result as `check`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
+    /// The user's Docker engine to run on, by name (see [`crate::engines`]);
+    /// unset: the first of the user's engines with a free slot, or, when the
+    /// user lists none, `DOCKER_HOST` or the local socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 #[cfg(test)]
