@@ -232,6 +232,42 @@ pub async fn connect(engine: &Engine, deadline: Duration) -> Result<Docker, Engi
     }
 }
 
+/// Checks what a run asks of the engines before anything is made: the
+/// user's list reads (for a docker run), and `only`, when given, is on it
+/// and goes with a docker sandbox.
+pub fn check(only: Option<&str>, docker: bool) -> Result<(), EngineError> {
+    match only {
+        Some(name) if !docker => Err(EngineError::NeedsDocker {
+            name: name.to_owned(),
+        }),
+        Some(name) => listed(Some(name)).map(drop),
+        None if docker => load().map(drop),
+        None => Ok(()),
+    }
+}
+
+/// The engines a run may go to: every listed one, or only the one named.
+fn listed(only: Option<&str>) -> Result<Vec<Engine>, EngineError> {
+    let file = config_file();
+    let engines = match &file {
+        Some(file) => load_from(file)?,
+        None => Vec::new(),
+    };
+    let Some(name) = only else {
+        return Ok(engines);
+    };
+    let known: Vec<String> = engines.iter().map(|e| e.name.clone()).collect();
+    let picked: Vec<Engine> = engines.into_iter().filter(|e| e.name == name).collect();
+    if picked.is_empty() {
+        return Err(EngineError::Unknown {
+            name: name.to_owned(),
+            file: file.unwrap_or_default(),
+            known,
+        });
+    }
+    Ok(picked)
+}
+
 /// Gives a run of `run_id` an engine: the first in the list with a free slot
 /// (only `only` when given), waiting while all are full and telling
 /// `waiting` once why. `None` when the user lists no engines and none was
@@ -243,27 +279,10 @@ pub async fn place(
     only: Option<&str>,
     waiting: &mut (dyn FnMut(String) + Send),
 ) -> Result<Option<Placement>, EngineError> {
-    let file = config_file();
-    let engines = match &file {
-        Some(file) => load_from(file)?,
-        None => Vec::new(),
-    };
-    let engines: Vec<Engine> = match only {
-        None if engines.is_empty() => return Ok(None),
-        None => engines,
-        Some(name) => {
-            let known: Vec<String> = engines.iter().map(|e| e.name.clone()).collect();
-            let picked: Vec<Engine> = engines.into_iter().filter(|e| e.name == name).collect();
-            if picked.is_empty() {
-                return Err(EngineError::Unknown {
-                    name: name.to_owned(),
-                    file: file.unwrap_or_default(),
-                    known,
-                });
-            }
-            picked
-        }
-    };
+    let engines = listed(only)?;
+    if engines.is_empty() {
+        return Ok(None);
+    }
     let dir = slots_dir();
     let mut down: Vec<Option<EngineError>> = engines.iter().map(|_| None).collect();
     let mut told = false;
@@ -338,10 +357,7 @@ pub struct EngineStatus {
 
 /// Every listed engine with its load, pinging them all at once.
 pub async fn status() -> Result<Vec<EngineStatus>, EngineError> {
-    let engines = match config_file() {
-        Some(file) => load_from(&file)?,
-        None => Vec::new(),
-    };
+    let engines = load()?;
     let dir = slots_dir();
     let pings = engines.iter().map(|engine| async {
         let runs = slots::load(&dir, engine);

@@ -501,6 +501,12 @@ pub fn check(host: &HostRepo, request: &RunRequest) -> Result<Checked, PlanError
         return Err(PlanError::ZeroIterations);
     }
     request.budgets.check().map_err(PlanError::BadBudget)?;
+    let docker = request.sandbox_id.is_none()
+        && matches!(
+            request.sandbox,
+            SandboxSpec::Docker { .. } | SandboxSpec::DockerIsolated { .. }
+        );
+    crate::engines::check(request.engine.as_deref(), docker)?;
     if request
         .completion_signals
         .iter()
