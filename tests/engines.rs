@@ -247,6 +247,65 @@ fn ids_in_group_order(outcome: &Value, listed: &[String]) -> Vec<String> {
     ids
 }
 
+/// The Podman socket `scripts/podman-setup.sh` serves, checked to answer
+/// and hold the test image.
+fn podman() -> String {
+    let socket = std::env::var("SLIPWAY_PODMAN_SOCKET")
+        .unwrap_or_else(|_| "/run/slipway-podman.sock".into());
+    let url = format!("unix://{socket}");
+    let ok = Command::new("docker")
+        .env("DOCKER_HOST", &url)
+        .args(["image", "inspect", TEST_IMAGE])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "no Podman API with {TEST_IMAGE} at {url}: run `bash scripts/podman-setup.sh` (as root)"
+    );
+    url
+}
+
+#[test]
+fn podman_is_a_third_engine_beside_the_two_docker_ones() {
+    require_docker_image();
+    let far = remote();
+    let pod = podman();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    engines_config(
+        &env,
+        &[("local", LOCAL, 1), ("far", &far, 1), ("podman", &pod, 1)],
+    );
+    let child = spawn(
+        &env,
+        &repo,
+        &docker_args(&["--attempts", "3", "--branch", "three"]),
+    );
+    let ids = group_ids(&env, &repo, 3);
+    let gates: Vec<PathBuf> = ids.iter().map(|id| wait_at_gate(&env, &repo, id)).collect();
+    let mut engines: Vec<String> = Vec::new();
+    for id in &ids {
+        let engine = s(&run_entry(&env, &repo, id), "engine").to_owned();
+        let host = match engine.as_str() {
+            "local" => LOCAL,
+            "far" => far.as_str(),
+            _ => pod.as_str(),
+        };
+        assert_eq!(containers(host, id).len(), 1, "{id} on {engine}");
+        engines.push(engine);
+    }
+    engines.sort();
+    assert_eq!(engines, vec!["far", "local", "podman"]);
+    for gate in &gates {
+        open_gate(gate);
+    }
+    let outcome = finish(child);
+    for result in outcome["results"].as_array().expect("results") {
+        assert_eq!(s(result, "status"), "completed", "{result:#}");
+        assert_eq!(commit_shas(result).len(), 1, "{result:#}");
+    }
+}
+
 #[test]
 fn with_a_limit_of_one_a_second_run_process_waits_for_the_slot_and_the_two_never_overlap() {
     require_docker_image();
@@ -473,7 +532,7 @@ impl OwnEngine {
             "our own dockerd never answered; see {}",
             engine.root.with_extension("log").display()
         );
-        let save = Command::new("docker")
+        let mut save = Command::new("docker")
             .args(["save", TEST_IMAGE])
             .stdout(Stdio::piped())
             .spawn()
@@ -481,9 +540,10 @@ impl OwnEngine {
         let loaded = Command::new("docker")
             .env("DOCKER_HOST", &engine.url)
             .arg("load")
-            .stdin(save.stdout.expect("piped"))
+            .stdin(save.stdout.take().expect("piped"))
             .output()
             .expect("docker load");
+        assert!(save.wait().expect("docker save ends").success());
         assert!(
             loaded.status.success(),
             "{}",
