@@ -582,6 +582,19 @@ impl Drop for OwnEngine {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         }
+        // dockerd mounts its data root on itself and network namespaces
+        // under its exec root; a killed one leaves them mounted.
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        for point in mounts.lines().rev().filter_map(|l| l.split(' ').nth(1)) {
+            if roots.iter().any(|r| point.starts_with(r.as_str())) {
+                let c_point = std::ffi::CString::new(point).expect("no NUL in /proc/mounts");
+                // SAFETY: a valid NUL-terminated path.
+                unsafe { libc::umount2(c_point.as_ptr(), libc::MNT_DETACH) };
+            }
+        }
+        if let Err(e) = std::fs::remove_file(self.root.with_extension("log")) {
+            eprintln!("could not remove dockerd's log: {e}");
+        }
         if let Err(e) = std::fs::remove_dir_all(&self.exec_root) {
             eprintln!("could not remove {}: {e}", self.exec_root.display());
         }
