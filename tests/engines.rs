@@ -420,6 +420,10 @@ fn slipway_engines_json_shows_the_load_while_a_run_is_in_progress() {
         (&far_one["load"], &far_one["reachable"]),
         (&0.into(), &true.into())
     );
+    // The sidecar answers the same.
+    let mut lsp = lsp::Lsp::start(&env, Some(&repo), true);
+    let answered = lsp.ok("slipway.engines", serde_json::json!({}));
+    assert_eq!(answered["engines"][0]["runs"], serde_json::json!([id]));
     let text = env.slipway(&repo, &["engines"]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
@@ -430,6 +434,58 @@ fn slipway_engines_json_shows_the_load_while_a_run_is_in_progress() {
     let result = finish(child);
     assert_eq!(s(&result, "status"), "completed", "{result:#}");
     assert_eq!(engines_json(&env, &repo)[0]["load"], 0);
+}
+
+#[test]
+fn a_docker_run_on_an_isolated_engine_goes_in_as_a_bundle_and_its_commit_comes_back() {
+    require_docker_image();
+    let far = remote();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    write_config(
+        &env,
+        &format!("[[engines]]\nname = \"far\"\nurl = \"{far}\"\nlimit = 1\nisolated = true\n"),
+    );
+    let script = format!(
+        "set -e\n\
+         if grep -q '{repo}' /proc/self/mountinfo; then echo 'HOST PATH MOUNTED'; fi\n\
+         echo far > far.txt; git add far.txt; git commit -qm 'agent: far'\n",
+        repo = repo.display()
+    );
+    let out = env.slipway(
+        &repo,
+        &[
+            "--json",
+            "run",
+            "--branch",
+            "iso",
+            "--sandbox",
+            "docker",
+            "--image",
+            TEST_IMAGE,
+            "--network",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).expect("result json");
+    assert_eq!(s(&result, "status"), "completed", "{result:#}");
+    assert_eq!(commit_shas(&result).len(), 1);
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "iso"]),
+        "agent: far"
+    );
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(!log.contains("HOST PATH MOUNTED"), "{log}");
+    assert!(log.contains("on engine far"), "{log}");
+    let entry = run_entry(&env, &repo, s(&result, "runId"));
+    assert_eq!(
+        (s(&entry, "engine"), s(&entry, "sandbox")),
+        ("far", "docker-isolated")
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = EVENT_DEADLINE;
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 19] = [
+const DESIGN_COMMANDS: [&str; 20] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -37,6 +37,7 @@ const DESIGN_COMMANDS: [&str; 19] = [
     "slipway.trust",
     "slipway.attempts",
     "slipway.landAttempt",
+    "slipway.engines",
 ];
 
 fn canon(p: &Path) -> PathBuf {

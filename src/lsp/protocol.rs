@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 19] = [
+pub const COMMANDS: [&str; 20] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -40,6 +40,7 @@ pub const COMMANDS: [&str; 19] = [
     "slipway.trust",
     "slipway.attempts",
     "slipway.landAttempt",
+    "slipway.engines",
 ];
 
 /// `{root}`.

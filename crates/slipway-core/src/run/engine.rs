@@ -31,9 +31,14 @@ pub(super) async fn give_engine(
         }
     };
     let run_id = ctx.result.run_id.to_string();
+    let cancel = ctx.control.cancel.clone();
     let placement = {
         let mut waiting = |message: String| ctx.phase("engine", message);
-        engines::place(&run_id, request.engine.as_deref(), &mut waiting).await?
+        // A run waiting for a slot can be stopped like any other.
+        tokio::select! {
+            placed = engines::place(&run_id, request.engine.as_deref(), &mut waiting) => placed?,
+            () = cancel.cancelled() => return Err(RunError::Cancelled),
+        }
     };
     let Some(placement) = placement else {
         return Ok(());
