@@ -20,8 +20,10 @@ scratch() {
   trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 }
 
-# Builds the release binary of the checkout at $1; sets SLIPWAY to it.
+# Builds the release binary of the checkout at $1; sets SLIPWAY to it
+# (SLIPWAY_BIN names a binary to measure instead, and nothing is built).
 release_slipway() {
+  if [ -n "${SLIPWAY_BIN:-}" ]; then SLIPWAY=$SLIPWAY_BIN; return; fi
   cargo build --release --quiet --manifest-path "$1/Cargo.toml"
   SLIPWAY="${CARGO_TARGET_DIR:-$1/target}/release/slipway"
 }

@@ -50,18 +50,9 @@ const GATED_AGENT: &str = "set -e\n\
     git commit -qm \"attempt $SLIPWAY_RUN_ID\"\n";
 
 fn docker_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "--json",
-        "run",
-        "--sandbox",
-        "docker",
-        "--image",
-        TEST_IMAGE,
-        "--network",
-        "none",
-        "--prompt",
-        "work",
-    ];
+    let mut args = vec!["--json", "run"];
+    args.extend(Sandbox::Docker.args());
+    args.extend_from_slice(&["--prompt", "work"]);
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "sh", "-c", GATED_AGENT]);
     args
@@ -154,6 +145,16 @@ fn remote() -> String {
     crate::docker_isolated::remote()
 }
 
+/// The test image on both engines the set-up starts, and a repository:
+/// the world of a test (and the loopback engine's url).
+fn docker_world() -> (TestEnv, PathBuf, String) {
+    require_docker_image();
+    let far = remote();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    (env, repo, far)
+}
+
 fn attempt_ids(outcome: &Value) -> Vec<String> {
     outcome["attempts"]
         .as_array()
@@ -190,10 +191,7 @@ fn group_ids(env: &TestEnv, repo: &Path, count: usize) -> Vec<String> {
 
 #[test]
 fn four_attempts_spread_over_the_local_socket_and_loopback_tcp_two_on_each() {
-    require_docker_image();
-    let far = remote();
-    let env = TestEnv::new();
-    let repo = env.new_repo("repo");
+    let (env, repo, far) = docker_world();
     engines_config(&env, &[("local", LOCAL, 2), ("far", &far, 2)]);
     let child = spawn(
         &env,
@@ -394,10 +392,7 @@ fn with_a_limit_of_one_a_second_run_process_waits_for_the_slot_and_the_two_never
 
 #[test]
 fn slipway_engines_json_shows_the_load_while_a_run_is_in_progress() {
-    require_docker_image();
-    let far = remote();
-    let env = TestEnv::new();
-    let repo = env.new_repo("repo");
+    let (env, repo, far) = docker_world();
     engines_config(&env, &[("local", LOCAL, 1), ("far", &far, 3)]);
     let id = "run-1767225600-c3c3c3";
     let child = spawn(
@@ -438,10 +433,7 @@ fn slipway_engines_json_shows_the_load_while_a_run_is_in_progress() {
 
 #[test]
 fn a_docker_run_on_an_isolated_engine_goes_in_as_a_bundle_and_its_commit_comes_back() {
-    require_docker_image();
-    let far = remote();
-    let env = TestEnv::new();
-    let repo = env.new_repo("repo");
+    let (env, repo, far) = docker_world();
     write_config(
         &env,
         &format!("[[engines]]\nname = \"far\"\nurl = \"{far}\"\nlimit = 1\nisolated = true\n"),
@@ -455,21 +447,11 @@ fn a_docker_run_on_an_isolated_engine_goes_in_as_a_bundle_and_its_commit_comes_b
     let out = env.slipway(
         &repo,
         &[
-            "--json",
-            "run",
-            "--branch",
-            "iso",
-            "--sandbox",
-            "docker",
-            "--image",
-            TEST_IMAGE,
-            "--network",
-            "none",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+            &["--json", "run", "--branch", "iso"][..],
+            &Sandbox::Docker.args(),
+            &["--", "sh", "-c", &script],
+        ]
+        .concat(),
     );
     let result: Value = serde_json::from_slice(&out.stdout).expect("result json");
     assert_eq!(s(&result, "status"), "completed", "{result:#}");
