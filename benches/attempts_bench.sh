@@ -10,9 +10,9 @@
 #   the same with an engine list (`local`, limit 8) so a slot is taken per run;
 # - 8 `docker run --rm` of the same image started at once, each with a bind
 #   mount, as the floor.
-# Each agent's first act is to write the clock (`date +%s%N`, the host's clock:
-# a container has no other) into a file the bench reads; the last of the 8 is
-# "all started". Needs the engine and the test image: bash scripts/docker-setup.sh
+# Each agent's first act is to write the kernel's uptime clock (/proc/uptime,
+# 10 ms steps, the same clock in a container: the test image has no `date`)
+# into a file the bench reads; the last of the 8 is "all started". Needs the engine and the test image: bash scripts/docker-setup.sh
 set -euo pipefail
 ROUNDS=${1:-7}
 N=8
@@ -26,13 +26,18 @@ hermetic_git "$WORK"
 export XDG_CONFIG_HOME="$WORK/config" XDG_STATE_HOME="$WORK/state"
 mkdir -p "$XDG_CONFIG_HOME/slipway"
 ms() { awk -v ns="$1" 'BEGIN { printf "%.0f", ns / 1e6 }'; }
+# An uptime reading ("4912.34 …", two decimals) in ns; the file $1.
+up_ns() { local u; read -r u _ < "$1"; echo $((10#${u/./} * 10000000)); }
 # The latest clock in the files given, less t0.
 last_start() {
   local t0=$1; shift
   local last=0 t
-  for f in "$@"; do t=$(cat "$f"); ((t > last)) && last=$t; done
+  for f in "$@"; do t=$(up_ns "$f"); ((t > last)) && last=$t; done
   echo $((last - t0))
 }
+# What an agent runs first: the clock into the file $1.
+STAMP='read -r u _ < /proc/uptime; echo "$u" >'
+
 
 engines() {
   if [ "$1" = on ]; then
@@ -50,19 +55,19 @@ slipway_round() {
   repo=$(mktemp -d "$WORK/repo-XXXXXX")
   git init -q -b main "$repo" && git -C "$repo" commit -q --allow-empty -m init
   local t0
-  t0=$(now_ns)
+  t0=$(up_ns /proc/uptime)
   (cd "$repo" && "$SLIPWAY" --json run --attempts "$N" --branch try --sandbox docker \
     --image "$IMAGE" --network none --prompt go \
-    -- sh -c 'date +%s%N > "$SLIPWAY_WORKTREE/.started"' >/dev/null)
+    -- sh -c "$STAMP \"\$SLIPWAY_WORKTREE/.started\"" >/dev/null)
   last_start "$t0" "$repo"/.slipway/worktrees/*/.started
 }
 docker_round() {
   local out
   out=$(mktemp -d "$WORK/docker-XXXXXX")
   local t0 pids=()
-  t0=$(now_ns)
+  t0=$(up_ns /proc/uptime)
   for ((i = 0; i < N; i++)); do
-    docker run --rm --network none -v "$out:/out" "$IMAGE" sh -c "date +%s%N > /out/$i" >/dev/null &
+    docker run --rm --network none -v "$out:/out" "$IMAGE" sh -c "$STAMP /out/$i" >/dev/null &
     pids+=($!)
   done
   wait "${pids[@]}"
