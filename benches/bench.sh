@@ -18,18 +18,10 @@ SLIPWAY="$ROOT/target/release/slipway"
 WORK=$(python3 "$ROOT/benches/fixture.py" mount slipway-bench-)
 trap 'python3 "$ROOT/benches/fixture.py" umount "$WORK"' EXIT
 
-# Hermetic git: a private global config, no system config.
-export HOME="$WORK/home" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL="$WORK/home/.gitconfig"
-mkdir -p "$HOME"
-printf '[user]\n\tname = bench\n\temail = bench@slipway.invalid\n[init]\n\tdefaultBranch = main\n' > "$GIT_CONFIG_GLOBAL"
-
-now_ns() { date +%s%N; }
-# median of the arguments (nanoseconds)
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
+hermetic_git "$WORK"
 ms() { awk -v ns="$1" 'BEGIN { printf "%.1f", ns / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-# "min–max" of the arguments (ratios)
-spread() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%s–%s", lo, hi}'; }
 # median of the arguments (ratios)
 median_g() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

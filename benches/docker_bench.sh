@@ -12,21 +12,13 @@ set -euo pipefail
 ROUNDS=${1:-9}
 IMAGE=slipway-test:latest
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
-SLIPWAY="$ROOT/target/release/slipway"
-WORK=$(mktemp -d /tmp/slipway-docker-bench-XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
-export HOME="$WORK/home" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL="$WORK/home/.gitconfig"
-mkdir -p "$HOME"
-printf '[user]\n\tname = bench\n\temail = bench@slipway.invalid\n' > "$GIT_CONFIG_GLOBAL"
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
+release_slipway "$ROOT"
+scratch slipway-docker-bench
+hermetic_git "$WORK"
 git init -q -b main "$WORK/repo" && git -C "$WORK/repo" commit -q --allow-empty -m init
-
-now_ns() { date +%s%N; }
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { awk -v ns="$1" 'BEGIN { printf "%.0f", ns / 1e6 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-# "lowest–highest" of the arguments (per-round ratios)
-spread() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%s–%s", lo, hi}'; }
 
 # Runs "$@", returns "first-line-ns total-ns" measured from the start.
 first_line_and_total() {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = EVENT_DEADLINE;
 
 /// The commands of DESIGN §3, plus `slipway.workspaces` (workspace pickers).
-const DESIGN_COMMANDS: [&str; 21] = [
+const DESIGN_COMMANDS: [&str; 22] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -39,6 +39,7 @@ const DESIGN_COMMANDS: [&str; 21] = [
     "slipway.attemptGroups",
     "slipway.attempts",
     "slipway.landAttempt",
+    "slipway.engines",
 ];
 
 fn canon(p: &Path) -> PathBuf {

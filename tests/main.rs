@@ -24,6 +24,7 @@ mod docker_long_lived;
 mod docker_runs;
 mod docker_sandbox;
 mod edges_agree;
+mod engines;
 mod every_git_file_is_checked;
 mod host_git_runs_no_repo_programs;
 mod host_writes_are_all_or_nothing;

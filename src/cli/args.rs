@@ -56,6 +56,9 @@ pub enum Command {
     /// Docker images for the docker sandboxes.
     #[command(subcommand)]
     Image(ImageCommand),
+    /// The Docker engines of your config (`[[engines]]` in config.toml): url,
+    /// limit, runs in progress, and whether each answers.
+    Engines,
     /// Long-lived sandboxes: create once, run many times, exec, close.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -198,6 +201,10 @@ pub struct RunArgs {
     /// worktree and kind along.
     #[arg(long, value_name = "SANDBOX_ID", conflicts_with_all = ["worktree", "image"])]
     pub in_sandbox: Option<String>,
+    /// Run on this Docker engine of the user's config (`slipway engines`),
+    /// waiting for one of its slots (default: the first engine with a free slot).
+    #[arg(long, value_name = "NAME", conflicts_with = "in_sandbox")]
+    pub engine: Option<String>,
     /// The agent; repeated, one group of attempts per agent (same prompt).
     /// (Default: command, or the workspace's.)
     #[arg(long, value_enum)]

@@ -70,6 +70,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
         hooks: Hooks::default(),
         check: None,
         reply: None,
+        engine: None,
     };
     let code = super::run_cli(&host, request, json, false)?;
     if !json {

@@ -277,6 +277,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             logs::print_log(&host, args.run.as_deref(), args.follow, cli.json)
         }
         Command::Image(args::ImageCommand::Build(args)) => image_build(args, cli.json),
+        Command::Engines => sandbox::engines(cli.json),
         Command::Sandbox(command) => {
             let host = open(&cli.repo)?;
             sandbox_command(&host, command, cli.json)

@@ -339,8 +339,12 @@ pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
         let activity = r.activity.as_ref().map(|a| a.summary());
         let _ = writeln!(
             out,
-            "    {}{}",
+            "    {}{}{}",
             duration(r.elapsed_secs),
+            r.engine
+                .as_deref()
+                .map(|e| format!(" · on engine {e}"))
+                .unwrap_or_default(),
             activity
                 .filter(|a| !a.is_empty())
                 .map(|a| format!(" · {a}"))
@@ -355,6 +359,39 @@ pub fn runs(runs: &[slipway_core::run::listing::RunEntry]) -> String {
         }
         if let Some(line) = &r.last_line {
             let _ = writeln!(out, "    {line}");
+        }
+    }
+    out
+}
+
+/// The user's engines, one a line, or where to list them.
+pub fn engines(engines: &[slipway_core::engines::EngineStatus]) -> String {
+    if engines.is_empty() {
+        let file = slipway_core::engines::config_file()
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| "~/.config/slipway/config.toml".to_owned());
+        return format!(
+            "No engines listed: runs use DOCKER_HOST or the local socket. List engines in {file}:\n  [[engines]]\n  name = \"local\"\n  url = \"unix:///var/run/docker.sock\"\n  limit = 4\n"
+        );
+    }
+    let mut out = String::new();
+    for e in engines {
+        let answer = match (&e.version, &e.error) {
+            (Some(v), _) => format!("reachable (Docker {v})"),
+            (None, Some(why)) => format!("unreachable: {why}"),
+            (None, None) => "unreachable".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{}  {}  {}/{} runs{}  {answer}",
+            e.name,
+            e.url,
+            e.load,
+            e.limit,
+            if e.isolated { "  isolated" } else { "" }
+        );
+        for run in &e.runs {
+            let _ = writeln!(out, "    {run}");
         }
     }
     out

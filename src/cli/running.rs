@@ -98,6 +98,7 @@ pub(super) fn run_input(args: RunArgs, repository: Option<PathBuf>) -> Result<Ru
         ),
         check: args.check,
         handoff: false,
+        engine: args.engine,
     })
 }
 

@@ -1,6 +1,22 @@
-//! `slipway image build` and `slipway sandbox create|list|exec|close`.
+//! `slipway image build`, `slipway engines` and `slipway sandbox create|list|exec|close`.
 
 use super::*;
+
+/// `slipway engines`: every engine of the user's list with its load, pinged at once.
+pub(super) fn engines(json: bool) -> Result<ExitCode, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let engines = runtime
+        .block_on(slipway_core::engines::status())
+        .map_err(|e| CliError::from_failure(&e))?;
+    if json {
+        print_json(&serde_json::json!({ "engines": engines }));
+    } else {
+        print!("{}", render::engines(&engines));
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 pub(super) fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<ExitCode, CliError> {
     let mut build_args = Vec::new();

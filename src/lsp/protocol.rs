@@ -20,7 +20,7 @@ use slipway_core::run::{Hooks, RunResult};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Every command `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 21] = [
+pub const COMMANDS: [&str; 22] = [
     "slipway.branches",
     "slipway.resolveSource",
     "slipway.createWorktree",
@@ -42,6 +42,7 @@ pub const COMMANDS: [&str; 21] = [
     "slipway.attemptGroups",
     "slipway.attempts",
     "slipway.landAttempt",
+    "slipway.engines",
 ];
 
 /// `{root}`.
@@ -176,6 +177,8 @@ pub struct RunArgs {
     pub check: Option<String>,
     /// Run this many attempts as one group (see `slipway.attempts`).
     pub attempts: Option<usize>,
+    /// The user's Docker engine to run on, by name (docs/protocol.md §3.4).
+    pub engine: Option<String>,
 }
 
 impl RunArgs {
@@ -214,6 +217,7 @@ impl RunArgs {
             hooks: self.hooks,
             check: self.check,
             handoff,
+            engine: self.engine,
         }
     }
 }

@@ -473,6 +473,10 @@ impl LanguageServer for SlipwayServer {
                 let a = parse_args(&command, &args)?;
                 blocking(move || commands::runs(a)).await
             }
+            "slipway.engines" => slipway_core::engines::status()
+                .await
+                .map(|engines| json!({ "engines": engines }))
+                .map_err(|e| protocol::failure(&e)),
             "slipway.log" => self.log(parse_args(&command, &args)?).await,
             "slipway.trust" => {
                 let a = parse_args(&command, &args)?;

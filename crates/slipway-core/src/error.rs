@@ -112,6 +112,16 @@ kinds! {
     HostRepoBusy = "hostRepoBusy",
     /// The sandbox failed.
     Sandbox = "sandbox",
+    /// The user's engine list breaks a rule (a repeated name, a limit below 1, a url slipway cannot use).
+    EngineConfig = "engineConfig",
+    /// `--engine` names no engine of the user's list.
+    UnknownEngine = "unknownEngine",
+    /// No engine of the list (or the one asked for) answers.
+    EngineUnreachable = "engineUnreachable",
+    /// The engine a run was using went away during it.
+    EngineLost = "engineLost",
+    /// The run's image is not on the engine it was given.
+    ImageMissing = "imageMissing",
     /// The run's process ended without a result.
     RunDied = "runDied",
     /// The run's branch could not be imported from its private git dir.

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod agent;
 pub mod attempts;
+pub mod engines;
 pub mod error;
 pub mod git;
 pub mod ids;

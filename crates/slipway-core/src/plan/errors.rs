@@ -51,6 +51,9 @@ pub enum PlanError {
     /// The worktree selector matches nothing.
     #[error("no slipway worktree matches '{0}'")]
     WorktreeNotFound(String),
+    /// The user's engine list cannot be read, or does not have the engine asked for.
+    #[error(transparent)]
+    Engine(#[from] crate::engines::EngineError),
     /// The worktree's record cannot be read.
     #[error(transparent)]
     Record(#[from] crate::worktree::RecordError),
@@ -178,6 +181,7 @@ pub(super) fn entries(host: &HostRepo, names: &[String]) -> Vec<BranchInfo> {
 impl Failure for PlanError {
     fn kind(&self) -> ErrorKind {
         match self {
+            PlanError::Engine(e) => e.kind(),
             PlanError::Open(e) => e.kind(),
             PlanError::NoRepository => ErrorKind::NotARepository,
             PlanError::BranchNeeded
@@ -239,6 +243,7 @@ impl Failure for PlanError {
                 data.insert("holder".into(), holder);
             }
             PlanError::Trust(e) => data = e.data(),
+            PlanError::Engine(e) => data = e.data(),
             _ => {}
         }
         data
@@ -348,6 +353,7 @@ impl Failure for crate::run::RunError {
     fn data(&self) -> Map<String, Value> {
         match self {
             crate::run::RunError::Plan(e) => e.data(),
+            crate::run::RunError::Engine(e) => e.data(),
             _ => Map::new(),
         }
     }

@@ -176,6 +176,10 @@ pub struct RunInput {
     pub check: Option<String>,
     /// A handoff: the worktree must be given.
     pub handoff: bool,
+    /// The user's Docker engine to run on (see [`crate::engines`]); unset:
+    /// the first with a free slot.
+    #[serde(default)]
+    pub engine: Option<String>,
 }
 
 /// A checked run: where, and the request the run carries out as it is.
@@ -337,6 +341,7 @@ pub fn plan_run(input: RunInput, cwd: &Path) -> Result<RunPlan, PlanError> {
         budgets: input.budgets.or(&defaults.budgets),
         check: input.check.clone(),
         reply: None,
+        engine: input.engine.clone(),
     };
     let checked = check(&host, &request)?;
     probe(&host, &request, existing.as_ref())?;
@@ -497,6 +502,12 @@ pub fn check(host: &HostRepo, request: &RunRequest) -> Result<Checked, PlanError
         return Err(PlanError::ZeroIterations);
     }
     request.budgets.check().map_err(PlanError::BadBudget)?;
+    let docker = request.sandbox_id.is_none()
+        && matches!(
+            request.sandbox,
+            SandboxSpec::Docker { .. } | SandboxSpec::DockerIsolated { .. }
+        );
+    crate::engines::check(request.engine.as_deref(), docker)?;
     if request
         .completion_signals
         .iter()

@@ -150,10 +150,14 @@ pub(crate) async fn docker_config(
     network: &Option<String>,
     limits: &super::Limits,
     run_id: &str,
+    engine: Option<bollard::Docker>,
 ) -> Result<crate::sandbox::docker::DockerConfig, RunError> {
     use crate::sandbox::docker;
     let scope = host.common_dir().display().to_string();
-    let engine = docker::connect().await?;
+    let engine = match engine {
+        Some(engine) => engine,
+        None => docker::connect().await?,
+    };
     let mut live: Vec<String> = live_runs(&host.slipway_dir());
     live.extend(sandboxes::live_ids(&host.slipway_dir()));
     live.push(run_id.to_owned());
@@ -240,6 +244,7 @@ pub(super) async fn start_sandbox(
     place: &Place,
     run_id: &str,
     one_process: bool,
+    engine: Option<bollard::Docker>,
 ) -> Result<ActiveSandbox, RunError> {
     use crate::sandbox::{docker, isolated};
     match spec {
@@ -249,7 +254,8 @@ pub(super) async fn start_sandbox(
             network,
             limits,
         } => {
-            let mut config = docker_config(host, image, network, limits, run_id).await?;
+            let mut config =
+                docker_config(host, image, network, limits, run_id, engine.clone()).await?;
             if let Some(mounts) = &place.workspace {
                 config.mounts = super::workspace::docker_mounts(mounts)?;
                 let sandbox = docker::DockerSandbox::start(config).await?;
@@ -283,7 +289,8 @@ pub(super) async fn start_sandbox(
             }
             let (seed, base) =
                 isolated::build_seed(&place.cwd, &place.branch, &place.copied, None)?;
-            let config = docker_config(host, image, network, limits, run_id).await?;
+            let config =
+                docker_config(host, image, network, limits, run_id, engine.clone()).await?;
             let sandbox =
                 isolated::IsolatedSandbox::start(config, &place.cwd, &place.branch, seed, base)
                     .await?;

@@ -89,6 +89,9 @@ pub enum RunError {
     /// The sandbox failed.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The user's engines could not give the run one, or its engine went away.
+    #[error(transparent)]
+    Engine(#[from] crate::engines::EngineError),
     /// `head` with a worktree handle or similar misuse.
     #[error("{0}")]
     Invalid(String),
@@ -144,6 +147,7 @@ impl RunError {
             RunError::Merge(e) => e.kind(),
             RunError::AgentNotInstalled { .. } => crate::error::ErrorKind::AgentNotInstalled,
             RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
+            RunError::Engine(e) => crate::error::Failure::kind(e),
             RunError::Git(_) => crate::error::ErrorKind::Git,
             RunError::PrivateGit(e) => e.kind(),
             RunError::Untrusted(_) => crate::error::ErrorKind::UntrustedState,

@@ -27,6 +27,9 @@ pub struct RunEntry {
     pub agent: Option<String>,
     /// The sandbox kind, when the record knows it.
     pub sandbox: Option<String>,
+    /// The user's Docker engine it was given, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// The branch the agent works on, once known.
     pub branch: Option<String>,
     /// Where the agent runs, once known.
@@ -86,6 +89,7 @@ fn entry(slipway_dir: &Path, r: RunRecord) -> RunEntry {
         status,
         agent: r.agent,
         sandbox: r.sandbox,
+        engine: r.engine,
         branch: r.branch,
         worktree_path: r.worktree_path,
         started_at: r.started,

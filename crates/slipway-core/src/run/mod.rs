@@ -31,6 +31,7 @@ mod active;
 mod check;
 mod collect;
 mod drive;
+mod engine;
 mod error;
 pub mod heard;
 pub mod listing;
@@ -247,6 +248,8 @@ struct Ctx<'a> {
     /// What the run may use, and when its duration budget ends.
     budgets: Budgets,
     deadline: Option<Instant>,
+    /// The user's Docker engine the run was given, its slot held while this lives.
+    engine: Option<crate::engines::Placement>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -548,6 +551,7 @@ async fn run_recorded(
             .budgets
             .max_duration_secs
             .map(|secs| process::later(Instant::now(), Duration::from_secs(secs))),
+        engine: None,
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -626,6 +630,9 @@ async fn run_recorded(
             }
         }
     }
+    if let Err(e) = engine::give_engine(&mut ctx, &mut request, record, &host.slipway_dir()).await {
+        return fail(ctx, e);
+    }
     let (mut place, notes) = match prepare_place(host, &request) {
         Ok(p) => p,
         Err(e) => return fail(ctx, e),
@@ -686,6 +693,10 @@ async fn run_recorded(
         &control.cancel,
     )
     .await;
+    let outcome = match outcome {
+        Err(e) => Err(engine::name_lost_engine(&ctx, e).await),
+        ok => ok,
+    };
 
     // Nothing in the sandbox can write any more: bring the branch in.
     let mut import_error = None;

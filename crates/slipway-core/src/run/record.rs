@@ -58,6 +58,10 @@ pub struct RunRecord {
     /// records of an older slipway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The user's Docker engine the run was given (see [`crate::engines`]);
+    /// absent when the user lists none, or before one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// The result, once finished.
     pub result: Option<RunResult>,
     /// A person watched it end in the terminal that started it: the editors
@@ -124,6 +128,7 @@ impl RunRecord {
             start_commit: None,
             agent: None,
             sandbox: None,
+            engine: None,
             result: None,
             watched: false,
             reply_to: None,

@@ -168,5 +168,8 @@ pub fn request(host: &HostRepo, run_id: &RunId, answer: &str) -> Result<RunReque
             previous: run_id.clone(),
             owns_worktree: basis.owns_worktree,
         }),
+        // The engine the question came from holds nothing the reply needs
+        // (the worktree and session are on the host), so any free one does.
+        engine: None,
     })
 }

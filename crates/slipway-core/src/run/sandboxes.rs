@@ -217,7 +217,7 @@ pub async fn create(
             network,
             limits,
         } => {
-            let mut config = docker_config(host, image, network, limits, &id).await?;
+            let mut config = docker_config(host, image, network, limits, &id, None).await?;
             // The mounts name the private dir's host path, which stays for the
             // sandbox's life; every run in it resets what is in it.
             let git = super::private_git::RunGit::prepare(
@@ -242,7 +242,7 @@ pub async fn create(
         } => {
             let (seed, base) =
                 build_seed(&record.path, &record.branch, &[], None).map_err(RunError::from)?;
-            let config = docker_config(host, image, network, limits, &id).await?;
+            let config = docker_config(host, image, network, limits, &id, None).await?;
             let sandbox = IsolatedSandbox::start(config, &record.path, &record.branch, seed, base)
                 .await
                 .map_err(RunError::from)?;

@@ -389,6 +389,11 @@ pub struct RunRequest {
     /// The run whose question this one answers (`slipway reply`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<super::question::ReplyLink>,
+    /// The user's Docker engine to run on, by name (see [`crate::engines`]);
+    /// unset: the first of the user's engines with a free slot, or, when the
+    /// user lists none, `DOCKER_HOST` or the local socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 #[cfg(test)]
