@@ -1133,6 +1133,7 @@ local values = {
     local ids = vim.tbl_keys(require('slipway.activity').waiting)
     table.sort(ids)
     return ids
+  end,
   group = function()
     return {}
   end,
