@@ -43,6 +43,7 @@ mod review_and_land;
 mod run_cannot_write_the_host_git;
 mod run_news;
 mod runs;
+mod sandbox_text_is_shown_not_obeyed;
 mod snapshots;
 mod source_policy;
 mod strategies;

@@ -21,6 +21,7 @@ pub mod recovery;
 pub mod review;
 pub mod run;
 pub mod sandbox;
+pub mod shown;
 pub mod state_trust;
 pub mod testhook;
 pub mod trust;

@@ -104,13 +104,16 @@ impl Watcher {
                     model = true;
                     self.activity.tool_calls += 1;
                     let (step, files) = tool_step(self.provider, name, input, &self.worktree);
-                    self.files.extend(files);
-                    self.activity.step = Some(super::cut(&step, super::STEP_WIDTH));
+                    // Paths and steps are the agent's words: shown, never obeyed.
+                    self.files
+                        .extend(files.iter().map(|f| crate::shown::line(f)));
+                    self.activity.step =
+                        Some(super::cut(&crate::shown::line(&step), super::STEP_WIDTH));
                 }
                 AgentEvent::Text { .. } | AgentEvent::Result { .. } => {
                     model |= matches!(event, AgentEvent::Text { .. });
                     if let Some(step) = event.step() {
-                        self.activity.step = Some(step);
+                        self.activity.step = Some(crate::shown::line(&step));
                     }
                 }
                 _ => {}

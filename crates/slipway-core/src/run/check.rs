@@ -49,7 +49,7 @@ pub(super) async fn run_check(
     let lines: Vec<&str> = output.lines().collect();
     let tail = lines[lines.len().saturating_sub(CHECK_TAIL_LINES)..]
         .iter()
-        .map(|l| (*l).to_owned())
+        .map(|l| crate::shown::line(l))
         .collect();
     let passed = exit_code == Some(0);
     ctx.log.line(&format!(

@@ -110,5 +110,5 @@ fn last_line(path: &Path) -> Option<String> {
         .rev()
         .map(str::trim_end)
         .find(|l| !l.is_empty())
-        .map(str::to_owned)
+        .map(crate::shown::line)
 }

@@ -200,13 +200,13 @@ impl Outcome {
             AgentEvent::Text { text } => {
                 self.match_signal(rules.signals, &text);
                 if !text.trim().is_empty() {
-                    result.final_text = Some(text);
+                    result.final_text = Some(crate::shown::lines(&text));
                 }
             }
             AgentEvent::Result { text } => {
                 self.match_signal(rules.signals, &text);
                 self.error = None;
-                result.final_text = Some(text);
+                result.final_text = Some(crate::shown::lines(&text));
             }
             AgentEvent::SessionId { id } => {
                 self.session = Some(id.clone());
@@ -296,7 +296,7 @@ impl Outcome {
             (asks_user(final_text?)?, QuestionReason::Asked)
         };
         Some(Question {
-            text,
+            text: crate::shown::lines(&text),
             reason,
             session_id: session.map(str::to_owned),
         })
@@ -442,14 +442,14 @@ pub(super) async fn run_iteration(
             {
                 return Err(RunError::SessionBusy {
                     agent: agent.name(),
-                    said,
+                    said: crate::shown::line(&said),
                 });
             }
             if code != 0 || outcome.error.is_some() {
                 return Err(RunError::AgentFailed {
                     code,
                     iteration,
-                    reason: outcome.error,
+                    reason: outcome.error.as_deref().map(crate::shown::lines),
                 });
             }
             let session = ctx.result.session_id.clone();
