@@ -314,8 +314,15 @@ pub fn find_readable(
 
 /// Finds a worktree record by id, path (the worktree or anything inside it) or branch name.
 pub fn find(host: &HostRepo, selector: &str) -> Option<WorktreeRecord> {
-    let _ = reconcile(host);
-    let records = WorktreeRecord::load_all(&host.slipway_dir());
+    // Reconciled and read in one pass; a reconcile git refuses still finds
+    // the records there are.
+    let records = match status::reconciled(host) {
+        Ok((dir, _)) => dir.records,
+        Err(e) => {
+            tracing::warn!("cannot read git's worktree registrations: {e}");
+            WorktreeRecord::load_all(&host.slipway_dir())
+        }
+    };
     if let Some(r) = records.iter().find(|r| r.id == selector) {
         return Some(r.clone());
     }

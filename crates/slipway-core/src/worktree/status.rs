@@ -51,15 +51,8 @@ pub fn list_with(
     host: &HostRepo,
     mut status: impl FnMut(&WorktreeRecord) -> Result<Counts, git2::Error>,
 ) -> Result<Vec<WorktreeStatus>, git2::Error> {
-    let repo = host.git();
     let slipway_dir = host.slipway_dir();
-    // The registrations and the records are read once for the whole listing
-    // (a listing of 200 worktrees read each record five times before).
-    let registered = worktrees::registered(repo)?;
-    let mut dir = RecordDir::read(&slipway_dir);
-    if reconcile_with(host, &dir, &registered) {
-        dir = RecordDir::read(&slipway_dir);
-    }
+    let (dir, registered) = reconciled(host)?;
     let registered_ids: std::collections::HashSet<&str> =
         registered.iter().map(|w| w.id.as_str()).collect();
     let mut out = Vec::new();
@@ -162,6 +155,21 @@ pub fn reconcile(host: &HostRepo) -> Result<(), git2::Error> {
     let registered = worktrees::registered(host.git())?;
     reconcile_with(host, &RecordDir::read(&host.slipway_dir()), &registered);
     Ok(())
+}
+
+/// The records after [`reconcile`], with git's registrations: each read once
+/// for the whole listing (a listing of 200 worktrees read each record five
+/// times before), the records again only when reconciling wrote one.
+pub(super) fn reconciled(
+    host: &HostRepo,
+) -> Result<(RecordDir, Vec<worktrees::Registered>), git2::Error> {
+    let registered = worktrees::registered(host.git())?;
+    let slipway_dir = host.slipway_dir();
+    let mut dir = RecordDir::read(&slipway_dir);
+    if reconcile_with(host, &dir, &registered) {
+        dir = RecordDir::read(&slipway_dir);
+    }
+    Ok((dir, registered))
 }
 
 /// [`reconcile`] over registrations and records already read; whether it
