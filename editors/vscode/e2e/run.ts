@@ -57,14 +57,38 @@ async function check(name: string, body: () => Promise<void> | void): Promise<bo
   } catch (error) {
     failed++;
     process.stdout.write(`not ok - ${name}\n  ${String(error instanceof Error ? (error.stack ?? error.message) : error).replace(/\n/g, '\n  ')}\n`);
+    await afterFailure?.(failed).catch((e: unknown) => process.stdout.write(`  (after the failure: ${String(e)})\n`));
     return false;
   }
 }
+
+/**
+ * What a failed check leaves for the reader and the checks after it: a screenshot of the
+ * moment, and no menu, picker or dialog left open to swallow the next check's clicks.
+ */
+let afterFailure: ((n: number) => Promise<void>) | undefined;
 
 function assert(cond: unknown, message: string): asserts cond {
   if (!cond) {
     throw new Error(message);
   }
+}
+
+/**
+ * Opens `row`'s context menu and runs its item `label` from the keyboard. A menu item
+ * takes a mouse click only once VS Code has armed it (100 ms after the menu renders, so a
+ * right-click's own release cannot pick an item), and a click before that is dropped and
+ * leaves the menu open; the item the pointer is over takes Enter at once. The menu's
+ * closing is the sign the item ran.
+ */
+async function contextMenuRun(page: Page, row: Locator, label: string): Promise<void> {
+  await row.click({ button: 'right' });
+  const menu = page.locator('.monaco-menu');
+  const item = menu.locator('.action-item', { has: page.locator('.action-label', { hasText: label }) }).first();
+  await item.hover();
+  await menu.locator('.action-item.focused', { hasText: label }).first().waitFor({ state: 'visible', timeout: 20_000 });
+  await page.keyboard.press('Enter');
+  await menu.first().waitFor({ state: 'hidden', timeout: 20_000 });
 }
 
 async function poll<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> {
@@ -307,12 +331,12 @@ async function main(): Promise<void> {
         'workbench.tips.enabled': false,
         'workbench.welcomePage.walkthroughs.openOnInstall': false,
         'extensions.autoCheckUpdates': false,
-        'extensions.autoUpdate': false,
+        // What VS Code would migrate `false` to: it leaves the file as written.
+        'extensions.autoUpdate': 'off',
         'telemetry.telemetryLevel': 'off',
         'update.mode': 'none',
         'git.enabled': false,
         'security.workspace.trust.enabled': false,
-        'slipway.path': SLIPWAY_BIN,
         'slipway.agent.type': 'command',
         'slipway.agent.command': ['sh', agent],
         'slipway.sourcePolicy': 'ask',
@@ -322,6 +346,13 @@ async function main(): Promise<void> {
       2,
     ),
   );
+  // slipway.path is machine-scoped: in code-server's (remote) window it is read from
+  // the remote (Machine) settings, where a code-server user sets it. In the user
+  // settings it reached the extension only now and then (as long as the workbench did
+  // not know the setting's scope yet), and a Remote value reset to the default fell
+  // back to it.
+  fs.mkdirSync(path.join(dirs.userData, 'Machine'), { recursive: true });
+  fs.writeFileSync(path.join(dirs.userData, 'Machine', 'settings.json'), JSON.stringify({ 'slipway.path': SLIPWAY_BIN }, null, 2));
   const env: NodeJS.ProcessEnv = {
     ...fx.env,
     EXTENSIONS_GALLERY: '{}',
@@ -421,6 +452,12 @@ async function main(): Promise<void> {
       return route.abort();
     });
     const page = await context.newPage();
+    afterFailure = async (n) => {
+      await shot(page, `failed-${n}.png`);
+      for (let i = 0; i < 3; i++) {
+        await page.keyboard.press('Escape');
+      }
+    };
     page.setDefaultTimeout(20_000);
     const url = server.url;
     await page.goto(url);
@@ -842,8 +879,7 @@ async function main(): Promise<void> {
     });
 
     await check("Diff Against Attempt… offers the group's other attempts and compares the files with the picked one's tip", async () => {
-      await attemptRow('#3 command').click({ button: 'right' });
-      await page.locator('.monaco-menu .action-label', { hasText: 'Diff Against Attempt…' }).first().click();
+      await contextMenuRun(page, attemptRow('#3 command'), 'Diff Against Attempt…');
       const widget = page.locator(QUICK_INPUT);
       const other = widget.locator('.monaco-list-row', { hasText: '#2 command' }).first();
       await other.waitFor({ state: 'visible', timeout: 20_000 });
