@@ -82,6 +82,33 @@ fn a_bad_duration_budget_is_a_clear_error() {
     assert!(s(&error, "message").contains("US dollars"), "{error}");
 }
 
+/// A mistake in the user's price table is found before the run makes
+/// anything: the error names the file and what to write, and no branch or
+/// worktree is left.
+#[test]
+fn a_bad_price_table_fails_the_run_before_anything_is_made() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let config = env.home().join(".config/slipway");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(config.join("config.toml"), "[prices.codex]\ninput = 1.25\n").expect("config");
+    let (_, error) = env.slipway_fail(&repo, &["run", "--branch", "priced", "--", "true"]);
+    assert_eq!(error["kind"], "priceConfig", "{error}");
+    let message = s(&error, "message");
+    assert!(
+        message.contains("config.toml") && message.contains("'output' is missing"),
+        "{error}"
+    );
+    let branches = env.git(&repo, &["branch", "--list", "priced"]);
+    assert_eq!(branches, "", "a branch was made");
+    let listed = env.slipway_json(&repo, &["worktree", "list"]);
+    assert_eq!(
+        listed["worktrees"].as_array().map(Vec::len),
+        Some(0),
+        "{listed}"
+    );
+}
+
 #[test]
 fn slipway_toml_sets_the_duration_budget_of_every_run() {
     let env = TestEnv::new();

@@ -456,9 +456,6 @@ fn interactive_command_line_reaches_the_model(agent: &str) {
     pty.kill();
 }
 
-/// A model that never answers: the idle timeout stops the real agent, the run
-/// ends `timedOut`, and the session id the agent named before it waited is in
-/// the result.
 /// A token budget below what the model's first reply uses stops the real
 /// agent once it reported that reply, after its tool call committed: the
 /// commit is kept on the run's branch.
@@ -499,6 +496,71 @@ fn a_token_budget_stops_the_real_agent_and_keeps_its_commit() {
     );
 }
 
+/// Codex reports tokens but no cost: at the price the user set for it in
+/// `config.toml`, a cost budget stops the real agent once its turn's usage
+/// costs more, and the commit its tool call made is kept.
+#[test]
+fn a_cost_budget_stops_codex_at_the_users_price_and_keeps_its_commit() {
+    let world = AgentWorld::new("codex", Script::EditAndCommit);
+    let config = world.env.home().join(".config/slipway");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::write(
+        config.join("config.toml"),
+        "[prices.codex]\ninput = 10000\ncached_input = 1000\noutput = 100000\n",
+    )
+    .expect("config.toml");
+    let (result, error) = world.run(
+        &[
+            "--strategy",
+            "branch",
+            "--branch",
+            "agent/cost",
+            "--max-cost",
+            "1",
+            "--prompt",
+            PROMPT,
+        ],
+        RUN_LIMIT,
+    );
+    let log = AgentWorld::log_of(&result);
+    assert_eq!(
+        error.map(|e| e["kind"].clone()),
+        Some(json!("budgetReached")),
+        "{result}\n{log}"
+    );
+    assert_eq!(result["budget"]["budget"], "cost", "{result}");
+    let usage = &result["usage"];
+    assert_eq!(usage["costPriced"], true, "{result}");
+    let count = |key: &str| {
+        usage[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {key}: {result}"))
+    };
+    let (input, cached, output) = (
+        count("inputTokens"),
+        count("cachedInputTokens"),
+        count("outputTokens"),
+    );
+    assert!(input > cached && cached > 0.0 && output > 0.0, "{result}");
+    let priced = ((input - cached) * 10000.0 + cached * 1000.0 + output * 100000.0) / 1e6;
+    let used = result["budget"]["used"].as_f64().expect("used");
+    assert!(
+        (used - priced).abs() < 1e-9,
+        "used {used}, priced {priced}: {result}"
+    );
+    assert!(used >= 1.0, "{result}");
+    assert_eq!(commit_shas(&result).len(), 1, "{result}\n{log}");
+    assert_eq!(
+        world
+            .env
+            .git(&world.repo, &["log", "-1", "--format=%s", "agent/cost"]),
+        "agent: hello 1"
+    );
+}
+
+/// A model that never answers: the idle timeout stops the real agent, the run
+/// ends `timedOut`, and the session id the agent named before it waited is in
+/// the result.
 #[test]
 fn a_stalled_model_times_out_with_the_session_id_already_known() {
     let world = AgentWorld::new("codex", Script::Stall);

@@ -84,3 +84,77 @@ fn an_agents_escape_sequences_reach_no_terminal_or_editor() {
     let step = run["activity"]["step"].as_str().unwrap_or_default();
     assert_eq!(obeyable(step), Vec::<char>::new(), "{step:?}");
 }
+
+/// What a repository holds is shown as text too: a commit subject and file
+/// names an agent (or whoever made a cloned repository) wrote cannot command
+/// the terminal of `slipway branches`, `diff`, `worktree list` or a close's
+/// dry run; nor can an agent's output lines as `slipway run` shows them.
+#[test]
+fn a_repositorys_names_and_subjects_reach_no_terminal() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let created = env.slipway_json(&repo, &["worktree", "create", "--branch", "hostile"]);
+    let wt = std::path::Path::new(field(&created, &["path"])).to_path_buf();
+    let named = "notes \u{1b}]0;pwned\u{7}\u{202E}txt.md";
+    std::fs::write(wt.join(named), "x\n").expect("write the committed file");
+    env.git(&wt, &["add", "-A"]);
+    env.git(
+        &wt,
+        &[
+            "commit",
+            "-q",
+            "-m",
+            "fix \u{1b}]52;c;cHduZWQ=\u{7}the \u{1b}[8mbuild\u{1b}[0m \u{9b}2J",
+        ],
+    );
+    std::fs::write(wt.join("left \u{1b}[2Jover"), "y\n").expect("write the uncommitted file");
+
+    for args in [
+        &["branches"][..],
+        &["diff", "hostile"],
+        &["worktree", "list"],
+        &["worktree", "close", "hostile", "--dry-run"],
+        &["discard", "hostile", "--dry-run"],
+    ] {
+        let out = env.slipway(&repo, args);
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(obeyable(&shown), Vec::<char>::new(), "{args:?}: {shown:?}");
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            obeyable(&said),
+            Vec::<char>::new(),
+            "{args:?} stderr: {said:?}"
+        );
+    }
+    let agent = env.script("hostile", HOSTILE);
+    let agent = agent.to_str().expect("utf-8 path");
+    let out = env.slipway(
+        &repo,
+        &["run", "--branch", "loud", "--prompt", "work", "--", agent],
+    );
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        said.contains("step one"),
+        "the output lines are shown: {said}"
+    );
+    assert_eq!(
+        obeyable(&said),
+        Vec::<char>::new(),
+        "run's output: {said:?}"
+    );
+
+    let diff = env.slipway(&repo, &["diff", "hostile"]);
+    let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
+    assert!(
+        diff.contains("notes ") && diff.contains("txt.md"),
+        "the name's words stay: {diff}"
+    );
+    let preview = env.slipway(&repo, &["discard", "hostile", "--dry-run"]);
+    let preview = String::from_utf8_lossy(&preview.stdout).into_owned();
+    assert!(
+        preview.contains("fix the build"),
+        "the subject's words stay: {preview}"
+    );
+    assert!(preview.contains("left over"), "{preview}");
+}

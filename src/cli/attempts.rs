@@ -72,10 +72,10 @@ fn run_prepared(
             return;
         }
         match event {
-            RunEvent::Output { line } => eprintln!("  {index} │ {line}"),
+            RunEvent::Output { line } => stderrln!("  {index} │ {line}"),
             RunEvent::Phase { .. } => {
                 if let Some(text) = event.describe() {
-                    eprintln!("slipway: [{index}] {text}");
+                    stderrln!("slipway: [{index}] {text}");
                 }
             }
             RunEvent::Iteration { .. } | RunEvent::Step { .. } | RunEvent::Activity { .. } => {}
@@ -85,7 +85,7 @@ fn run_prepared(
     if json {
         print_json(&outcome);
     } else {
-        print!("{}", started(&outcome));
+        stdout!("{}", started(&outcome));
     }
     let all_done = outcome
         .results
@@ -166,7 +166,7 @@ pub(super) fn attempts_command(
         if json {
             print_json(&serde_json::json!({ "groups": groups }));
         } else {
-            print!("{}", groups_text(&groups));
+            stdout!("{}", groups_text(&groups));
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -177,7 +177,7 @@ pub(super) fn attempts_command(
         if json {
             print_json(&comparison);
         } else {
-            print!("{}", table(&comparison));
+            stdout!("{}", table(&comparison));
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -188,7 +188,7 @@ pub(super) fn attempts_command(
     if json {
         print_json(&picked);
     } else {
-        print!("{}", picked_text(&picked));
+        stdout!("{}", picked_text(&picked));
     }
     Ok(if picked.kept.is_empty() {
         ExitCode::SUCCESS

@@ -40,7 +40,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
         "initial commit",
     )?;
     if !json {
-        eprintln!("slipway demo: repository at {}", dir.display());
+        stderrln!("slipway demo: repository at {}", dir.display());
     }
     let host = HostRepo::open(&dir)?;
     let request = RunRequest {
@@ -75,7 +75,7 @@ pub fn run_demo(dir: Option<PathBuf>, json: bool) -> Result<ExitCode, CliError> 
     let code = super::run_cli(&host, request, json, false)?;
     if !json {
         let notes = std::fs::read_to_string(dir.join("NOTES.md")).unwrap_or_default();
-        eprintln!("slipway demo: NOTES.md in the host checkout now reads:\n{notes}");
+        stderrln!("slipway demo: NOTES.md in the host checkout now reads:\n{notes}");
     }
     Ok(code)
 }

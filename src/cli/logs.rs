@@ -3,7 +3,7 @@
 //! log is read (to the run's end with `--follow`).
 
 use slipway_core::error::ErrorKind;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -29,6 +29,7 @@ pub fn print_log(
                 CliError::new(ErrorKind::UnknownRun, "no runs yet in this repository")
             })?,
     };
+    let terminal = std::io::stdout().is_terminal();
     let mut next = 0;
     let mut text = String::new();
     let done = loop {
@@ -37,7 +38,11 @@ pub fn print_log(
         next = chunk.next;
         if json {
             text.push_str(&chunk.text);
+        } else if terminal {
+            // A person reads it: the agent's bytes cannot command their terminal.
+            stdout!("{}", chunk.text);
         } else {
+            // A pipe or a file gets the record byte for byte.
             let mut out = std::io::stdout().lock();
             out.write_all(chunk.text.as_bytes())?;
             out.flush()?;

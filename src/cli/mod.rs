@@ -1,6 +1,11 @@
 //! The CLI edge: translate arguments into library calls, and results and
 //! errors into text for people or JSON for machines.
 
+// What is printed for a person goes through `say`, which makes it inert.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod say;
 mod args;
 mod ask;
 mod attempts;
@@ -59,10 +64,10 @@ pub fn main() -> ExitCode {
 fn report_error(err: &CliError, json: bool) {
     if json {
         let doc = serde_json::json!({ "error": err });
-        eprintln!("{doc}");
+        stderrln!("{}", say::json_for_terminal(&doc.to_string()));
     } else {
-        eprintln!("error: {}", err.message);
-        eprint!("{}", next::lines(&err.actions));
+        stderrln!("error: {}", err.message);
+        stderr!("{}", next::lines(&err.actions));
     }
 }
 
@@ -78,20 +83,24 @@ fn outcome_code(outcome: &worktree::CloseOutcome, nothing: u8) -> ExitCode {
 fn print_json<T: Serialize>(value: &T) {
     use std::io::Write;
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    // Indented for a person at a terminal, compact for programs.
-    let written = if std::io::stdout().is_terminal() {
-        serde_json::to_writer_pretty(&mut out, value)
-    } else {
-        serde_json::to_writer(&mut out, value)
+    // Indented and made inert for a person at a terminal, compact and
+    // streamed for programs.
+    if stdout.is_terminal() {
+        match serde_json::to_string_pretty(value) {
+            Ok(doc) => stdoutln!("{}", say::json_for_terminal(&doc)),
+            Err(e) => stderrln!("error: cannot write the result: {e}"),
+        }
+        return;
     }
-    .map_err(std::io::Error::from)
-    .and_then(|()| writeln!(out))
-    .and_then(|()| out.flush());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = serde_json::to_writer(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
     match written {
         // A reader that stopped early (`| head`) is not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => eprintln!("error: cannot write the result: {e}"),
+        Err(e) => stderrln!("error: cannot write the result: {e}"),
         Ok(()) => {}
     }
 }
@@ -104,7 +113,7 @@ fn open(repo: &Option<PathBuf>) -> Result<HostRepo, CliError> {
     let host = HostRepo::open(&path)?;
     // What a crashed slipway left half done is finished or undone first.
     for note in slipway_core::recovery::recover(&host) {
-        eprintln!("slipway: {note}");
+        stderrln!("slipway: {note}");
     }
     Ok(host)
 }
@@ -135,7 +144,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 }
                 print_json(&Branches { branches: &list });
             } else {
-                print!("{}", render::branches(&list));
+                stdout!("{}", render::branches(&list));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -148,7 +157,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&resolved);
             } else {
-                println!("{} -> {}", resolved.label, resolved.commit);
+                stdoutln!("{} -> {}", resolved.label, resolved.commit);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -189,13 +198,13 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&created);
             } else {
-                print!("{}", render::created(&created));
+                stdout!("{}", render::created(&created));
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::EmptyTrash { slipway_dir } => {
             for problem in slipway_core::worktree::trash::empty(&slipway_dir) {
-                eprintln!("slipway: {problem}");
+                stderrln!("slipway: {problem}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -206,7 +215,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&serde_json::json!({ "worktrees": list, "keptBranches": kept }));
             } else {
-                print!("{}", render::worktrees(&list, &kept));
+                stdout!("{}", render::worktrees(&list, &kept));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -231,7 +240,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&answer);
             } else {
-                print!("{}", render::closed(&answer.answer, &answer.actions));
+                stdout!("{}", render::closed(&answer.answer, &answer.actions));
             }
             Ok(code)
         }
@@ -301,7 +310,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&serde_json::json!({ "trusted": trusted, "dryRun": args.dry_run }));
             } else {
-                print!("{}", render::trusted(&trusted, args.dry_run));
+                stdout!("{}", render::trusted(&trusted, args.dry_run));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -319,7 +328,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&serde_json::json!({ "runs": runs }));
             } else {
-                print!("{}", render::runs(&runs));
+                stdout!("{}", render::runs(&runs));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -340,7 +349,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&landed);
             } else {
-                print!("{}", render::landed(&landed));
+                stdout!("{}", render::landed(&landed));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -362,7 +371,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             if cli.json {
                 print_json(&discarded);
             } else {
-                print!("{}", render::closed(&discarded.answer, &discarded.actions));
+                stdout!("{}", render::closed(&discarded.answer, &discarded.actions));
             }
             Ok(outcome_code(&discarded.answer, next::NOT_DISCARDED))
         }
@@ -377,7 +386,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                     if cli.json {
                         print_json(&texts);
                     } else {
-                        print!("{}", diff::unified(&texts)?);
+                        stdout!("{}", diff::unified(&texts)?);
                     }
                 }
                 None => {
@@ -386,7 +395,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                     if cli.json {
                         print_json(&found);
                     } else {
-                        print!("{}", render::diff(&found));
+                        stdout!("{}", render::diff(&found));
                     }
                 }
             }
@@ -400,7 +409,7 @@ fn print_preview(preview: &slipway_core::review::risk::Preview, what: &str, json
     if json {
         print_json(preview);
     } else {
-        print!("{}", render::preview(preview, what));
+        stdout!("{}", render::preview(preview, what));
     }
 }
 

@@ -150,24 +150,24 @@ pub fn run_cli(
             return;
         }
         match (event, &sink_spinner) {
-            (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {line}")),
-            (RunEvent::Output { line }, None) => eprintln!("  │ {line}"),
+            (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {}", say::line(line))),
+            (RunEvent::Output { line }, None) => stderrln!("  │ {line}"),
             // The spinner's line is the current step: the latest phase, or
             // what the agent is doing now, with its tokens and cost so far.
             (RunEvent::Activity { activity }, Some(pb)) => {
                 let summary = activity.summary();
                 if !summary.is_empty() {
-                    pb.set_message(summary);
+                    pb.set_message(say::line(&summary));
                 }
             }
             (other, Some(pb)) => {
                 if let Some(text) = other.describe() {
-                    pb.set_message(text);
+                    pb.set_message(say::line(&text));
                 }
             }
             (RunEvent::Phase { .. }, None) => {
                 if let Some(text) = event.describe() {
-                    eprintln!("slipway: {text}");
+                    stderrln!("slipway: {text}");
                 }
             }
             // Without a spinner the output lines above say it already.
@@ -210,7 +210,7 @@ pub fn run_cli(
             if json {
                 print_json(&result);
             } else {
-                print!("{}", render::run_result(&result));
+                stdout!("{}", render::run_result(&result));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -218,7 +218,7 @@ pub fn run_cli(
             if json {
                 print_json(&failure.result);
             } else {
-                print!("{}", render::run_result(&failure.result));
+                stdout!("{}", render::run_result(&failure.result));
             }
             let err = CliError::new(failure.error.kind(), failure.error.to_string());
             let data = serde_json::json!({

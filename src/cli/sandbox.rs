@@ -13,7 +13,7 @@ pub(super) fn engines(json: bool) -> Result<ExitCode, CliError> {
     if json {
         print_json(&serde_json::json!({ "engines": engines }));
     } else {
-        print!("{}", render::engines(&engines));
+        stdout!("{}", render::engines(&engines));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -45,7 +45,7 @@ pub(super) fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<Exit
     let id = runtime
         .block_on(slipway_core::sandbox::image::build_image(&spec, |line| {
             if !json {
-                eprintln!("  │ {line}");
+                stderrln!("  │ {line}");
             }
         }))
         .map_err(|e| {
@@ -58,7 +58,7 @@ pub(super) fn image_build(args: args::ImageBuildArgs, json: bool) -> Result<Exit
     if json {
         print_json(&serde_json::json!({ "tag": args.tag, "id": id }));
     } else {
-        println!("Built {} ({id})", args.tag);
+        stdoutln!("Built {} ({id})", args.tag);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -103,7 +103,7 @@ pub(super) fn sandbox_command(
             if json {
                 print_json(&record);
             } else {
-                println!(
+                stdoutln!(
                     "Created sandbox {} (container {}) for {} on {}",
                     record.id,
                     &record.container_id[..record.container_id.len().min(12)],
@@ -118,10 +118,10 @@ pub(super) fn sandbox_command(
             if json {
                 print_json(&serde_json::json!({ "sandboxes": list }));
             } else if list.is_empty() {
-                println!("No sandboxes.");
+                stdoutln!("No sandboxes.");
             } else {
                 for r in list {
-                    println!("{}  {}  {}", r.id, r.branch, r.worktree_path.display());
+                    stdoutln!("{}  {}  {}", r.id, r.branch, r.worktree_path.display());
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -139,7 +139,7 @@ pub(super) fn sandbox_command(
             if json {
                 print_json(&serde_json::json!({ "exitCode": code, "output": output }));
             } else {
-                print!("{output}");
+                stdout!("{output}");
             }
             Ok(if code == 0 {
                 ExitCode::SUCCESS
@@ -156,7 +156,7 @@ pub(super) fn sandbox_command(
                     &serde_json::json!({ "closed": record.id, "worktreePath": record.worktree_path }),
                 );
             } else {
-                println!(
+                stdoutln!(
                     "Closed sandbox {}; the worktree {} stays (close it with `slipway worktree close`)",
                     record.id,
                     record.worktree_path.display()

@@ -165,12 +165,12 @@ fn report_saved(ws: &Workspace, verb: &str, json: bool) {
     if json {
         print_json(&ShowJson::new(ws));
     } else {
-        println!(
+        stdoutln!(
             "{verb} workspace {} ({})",
             ws.name.as_deref().unwrap_or_default(),
             ws.path.display()
         );
-        print!("{}", render(ws));
+        stdout!("{}", render(ws));
     }
 }
 
@@ -179,7 +179,7 @@ fn warn_unknown_keys(ws: &Workspace, json: bool) {
         return;
     }
     for key in ws.unknown_keys() {
-        eprintln!(
+        stderrln!(
             "warning: {}: unknown key {key} (kept as it is)",
             ws.path.display()
         );
@@ -212,14 +212,14 @@ pub fn show(store: &WorkspaceStore, name: &str, json: bool) -> Result<ExitCode, 
     if json {
         print_json(&ShowJson::new(&ws));
     } else {
-        println!("{name} ({})", ws.path.display());
+        stdoutln!("{name} ({})", ws.path.display());
         if let Some(from) = ws.migrated_from {
-            println!(
+            stdoutln!(
                 "  (version {from} file, read as version {}; `slipway workspace edit {name}` rewrites it)",
                 workspace::CURRENT_VERSION
             );
         }
-        print!("{}", render(&ws));
+        stdout!("{}", render(&ws));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -330,7 +330,7 @@ pub fn list(store: &WorkspaceStore, json: bool) -> Result<ExitCode, CliError> {
     if json {
         print_json(&serde_json::json!({ "workspaces": items }));
     } else if items.is_empty() {
-        println!(
+        stdoutln!(
             "No workspaces in {}; create one with `slipway workspace create NAME --mount SRC:DST`.",
             store.dir().display()
         );
@@ -338,7 +338,7 @@ pub fn list(store: &WorkspaceStore, json: bool) -> Result<ExitCode, CliError> {
         let width = items.iter().map(|i| i.name.len()).max().unwrap_or(0);
         for i in &items {
             match &i.error {
-                None => println!(
+                None => stdoutln!(
                     "{:<width$}  {} mount{}  workdir {}",
                     i.name,
                     i.mounts,
@@ -348,7 +348,7 @@ pub fn list(store: &WorkspaceStore, json: bool) -> Result<ExitCode, CliError> {
                         .map(|w| w.display().to_string())
                         .unwrap_or_else(|| "-".to_owned())
                 ),
-                Some(e) => println!(
+                Some(e) => stdoutln!(
                     "{:<width$}  cannot be read: {}",
                     i.name,
                     e["message"].as_str().unwrap_or_default()
@@ -365,7 +365,7 @@ pub fn rm(store: &WorkspaceStore, name: &str, json: bool) -> Result<ExitCode, Cl
     if json {
         print_json(&serde_json::json!({ "removed": name, "path": path }));
     } else {
-        println!("Removed workspace {name} ({})", path.display());
+        stdoutln!("Removed workspace {name} ({})", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -122,6 +122,8 @@ kinds! {
     EngineLost = "engineLost",
     /// The run's image is not on the engine it was given.
     ImageMissing = "imageMissing",
+    /// The user's prices (`[prices.<agent>]` in `config.toml`) break a rule.
+    PriceConfig = "priceConfig",
     /// The run's process ended without a result.
     RunDied = "runDied",
     /// The run's branch could not be imported from its private git dir.

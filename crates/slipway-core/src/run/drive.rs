@@ -238,6 +238,8 @@ pub(super) async fn drive(
                 session_total: &mut session_total,
             };
             let end = run_iteration(ctx, sandbox, agent, spec, iteration, &mut rules).await;
+            // Usage read as the agent exited (Copilot's session log) is priced too.
+            ctx.price_usage();
             ctx.send_activity(true);
             running_total = session_total;
             match end? {

@@ -92,6 +92,9 @@ pub enum RunError {
     /// The user's engines could not give the run one, or its engine went away.
     #[error(transparent)]
     Engine(#[from] crate::engines::EngineError),
+    /// The user's price table cannot be read.
+    #[error(transparent)]
+    Price(#[from] super::price::PriceError),
     /// `head` with a worktree handle or similar misuse.
     #[error("{0}")]
     Invalid(String),
@@ -148,6 +151,7 @@ impl RunError {
             RunError::AgentNotInstalled { .. } => crate::error::ErrorKind::AgentNotInstalled,
             RunError::Sandbox(_) => crate::error::ErrorKind::Sandbox,
             RunError::Engine(e) => crate::error::Failure::kind(e),
+            RunError::Price(e) => crate::error::Failure::kind(e),
             RunError::Git(_) => crate::error::ErrorKind::Git,
             RunError::PrivateGit(e) => e.kind(),
             RunError::Untrusted(_) => crate::error::ErrorKind::UntrustedState,

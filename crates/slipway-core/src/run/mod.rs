@@ -37,6 +37,7 @@ pub mod heard;
 pub mod listing;
 pub mod log_read;
 mod place;
+pub mod price;
 pub mod private_git;
 mod process;
 pub mod quarantine;
@@ -250,6 +251,8 @@ struct Ctx<'a> {
     deadline: Option<Instant>,
     /// The user's Docker engine the run was given, its slot held while this lives.
     engine: Option<crate::engines::Placement>,
+    /// What the user said the agent's tokens cost, for an agent that reports no cost.
+    price: Option<price::Price>,
 }
 
 /// How a run is asked to stop. `cancel` stops the agent; the work it did is
@@ -356,6 +359,13 @@ impl Ctx<'_> {
             self.step(step);
         }
         self.send_activity(false);
+    }
+
+    /// Gives the usage so far its cost at the user's price, where the agent reports none.
+    fn price_usage(&mut self) {
+        if let (Some(price), Some(usage)) = (&self.price, &mut self.result.usage) {
+            price.apply(usage);
+        }
     }
 
     /// Copies the result's usage into the activity; true when it changed.
@@ -552,6 +562,7 @@ async fn run_recorded(
             .max_duration_secs
             .map(|secs| process::later(Instant::now(), Duration::from_secs(secs))),
         engine: None,
+        price: None,
         result: RunResult {
             run_id: run_id.clone(),
             status: RunStatus::Failed,
@@ -630,6 +641,11 @@ async fn run_recorded(
             }
         }
     }
+    // A mistake in the user's price table fails the run before anything is made.
+    ctx.price = match price::for_agent(request.agent.name()) {
+        Ok(price) => price,
+        Err(e) => return fail(ctx, e.into()),
+    };
     if let Err(e) = engine::give_engine(&mut ctx, &mut request, record, &host.slipway_dir()).await {
         return fail(ctx, e);
     }

@@ -380,6 +380,7 @@ pub(super) async fn run_iteration(
                     for event in &events {
                         outcome.take(&mut ctx.result, rules, event.clone());
                     }
+                    ctx.price_usage();
                     ctx.watch(&events);
                     if let Some(stop) = ctx.budgets.exceeded(ctx.result.usage.as_ref()) {
                         exec.killer.kill().await;

@@ -37,9 +37,12 @@ pub struct Usage {
     /// Of `input_tokens`, how many were read from the prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
-    /// Cost in US dollars, when the agent reports one.
+    /// Cost in US dollars, when the agent reports one or the user priced its tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// `cost_usd` is the tokens at the user's price (`[prices.<agent>]`), not a cost the agent reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost_priced: bool,
 }
 
 /// An error as the result carries it.

@@ -412,6 +412,7 @@ mod tests {
             output_tokens: 0,
             cached_input_tokens: 0,
             cost_usd: cost,
+            ..Usage::default()
         };
         assert_eq!(budgets.exceeded(Some(&used(99, None))), None);
         let stop = budgets.exceeded(Some(&used(100, None))).expect("tokens");
