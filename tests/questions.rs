@@ -277,6 +277,21 @@ fn codex_asks_and_the_reply_resumes_the_session() {
 }
 
 #[test]
+fn opencode_asks_and_the_reply_resumes_the_session() {
+    real_agent_asks_and_the_reply_resumes_the_session("opencode");
+}
+
+#[test]
+fn pi_asks_and_the_reply_resumes_the_session() {
+    real_agent_asks_and_the_reply_resumes_the_session("pi");
+}
+
+#[test]
+fn copilot_asks_and_the_reply_resumes_the_session() {
+    real_agent_asks_and_the_reply_resumes_the_session("copilot");
+}
+
+#[test]
 fn denied_permissions_are_read_from_the_claude_code_and_codex_streams() {
     use slipway_core::agent::{AgentEvent, AgentSpec};
     let build = |v: Value| -> Box<dyn slipway_core::agent::Agent> {
