@@ -707,3 +707,162 @@ fn an_engine_that_goes_away_mid_run_fails_its_attempt_naming_the_engine_and_the_
         }
     }
 }
+
+/// The test sshd of `scripts/ssh-engine-setup.sh` (a stand-in for another
+/// machine whose engine is the local one): its url, after pointing slipway's
+/// `ssh` at the wrapper that uses the set-up's own keys and known hosts.
+fn ssh_engine(env: &TestEnv) -> String {
+    let base = Path::new("/var/lib/slipway-ssh");
+    let url = std::fs::read_to_string(base.join("url")).ok();
+    let wrapper = base.join("ssh");
+    let (Some(url), true) = (url, wrapper.exists()) else {
+        panic!("no test sshd: run `bash scripts/ssh-engine-setup.sh` (as root)");
+    };
+    env.set_env("SLIPWAY_SSH", &wrapper);
+    url.trim().to_owned()
+}
+
+/// A repository whose only engine, `box`, is the test sshd's; the forwards'
+/// folders go under the returned TMPDIR, so the test sees every one.
+fn ssh_world() -> (TestEnv, PathBuf, String, PathBuf) {
+    require_docker_image();
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let url = ssh_engine(&env);
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    env.set_env("TMPDIR", &tmp);
+    engines_config(&env, &[("box", &url, 1)]);
+    (env, repo, url, tmp)
+}
+
+/// Processes whose command line holds `needle` (the forwards of this test's slipway).
+fn processes_with(needle: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if line.contains(needle) {
+            found.push((pid, line));
+        }
+    }
+    found
+}
+
+/// An `ssh://` engine: `slipway engines` reaches it through a forward of its
+/// socket made with the user's own `ssh`, a docker run there completes and its
+/// record names the engine, and once slipway is done no forward is left.
+#[test]
+fn an_ssh_engine_is_reached_through_a_forward_and_its_run_completes() {
+    let (env, repo, url, tmp) = ssh_world();
+
+    let listed = engines_json(&env, &repo);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["url"], url.as_str(), "{listed:?}");
+    assert_eq!(listed[0]["reachable"], true, "{listed:?}");
+    assert!(!s(&listed[0], "version").is_empty(), "{listed:?}");
+
+    let script = "echo over > ssh.txt && git add ssh.txt && git commit -qm 'agent: over ssh'";
+    let out = env.slipway(
+        &repo,
+        &[
+            &["--json", "run", "--branch", "over-ssh"][..],
+            &Sandbox::Docker.args(),
+            &["--", "sh", "-c", script],
+        ]
+        .concat(),
+    );
+    let result: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no result ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(s(&result, "status"), "completed", "{result:#}");
+    assert_eq!(
+        env.git(&repo, &["log", "-1", "--format=%s", "over-ssh"]),
+        "agent: over ssh"
+    );
+    let log = std::fs::read_to_string(s(&result, "logFile")).expect("log");
+    assert!(log.contains("on engine box (ssh://"), "{log}");
+    assert_eq!(
+        s(&run_entry(&env, &repo, s(&result, "runId")), "engine"),
+        "box"
+    );
+
+    let needle = tmp.join("slipway-ssh-").display().to_string();
+    assert_eq!(
+        processes_with(&needle),
+        Vec::new(),
+        "a forward outlived slipway"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("tmp")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(left, Vec::<PathBuf>::new(), "a forward's folder was left");
+}
+
+/// A host whose key the user never accepted is not trusted on the quiet
+/// (`ssh` runs with BatchMode): the engine does not answer, and the error says
+/// to connect once by hand.
+#[test]
+fn an_ssh_engine_with_an_unknown_host_key_is_unreachable_and_says_why() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let url = ssh_engine(&env);
+    let config = env.path().join("ssh_config");
+    let known = env.path().join("known_hosts");
+    std::fs::write(&known, "").expect("known_hosts");
+    std::fs::write(
+        &config,
+        format!(
+            "Host *\n  IdentityFile /var/lib/slipway-ssh/id\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n",
+            known.display()
+        ),
+    )
+    .expect("ssh_config");
+    let wrapper = env.script(
+        "ssh",
+        &format!("exec ssh -F '{}' \"$@\"\n", config.display()),
+    );
+    env.set_env("SLIPWAY_SSH", &wrapper);
+    engines_config(&env, &[("box", &url, 1)]);
+    let listed = engines_json(&env, &repo);
+    assert_eq!(listed[0]["reachable"], false, "{listed:?}");
+    let error = s(&listed[0], "error");
+    assert!(
+        error.contains("Host key verification failed") && error.contains("connect once"),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&known).expect("known_hosts"),
+        "",
+        "a host key was written"
+    );
+}
+
+/// A slipway killed with -9 while its run uses an `ssh://` engine leaves no
+/// forward behind: the `ssh` it started goes with it.
+#[test]
+fn a_killed_slipway_takes_its_ssh_forward_with_it() {
+    let (env, repo, _, tmp) = ssh_world();
+    let mut child = spawn(&env, &repo, &docker_args(&["--branch", "killed"]));
+    let ids = group_ids(&env, &repo, 1);
+    // At its gate the agent's container runs: the forward is up.
+    wait_at_gate(&env, &repo, &ids[0]);
+    let needle = tmp.join("slipway-ssh-").display().to_string();
+    assert!(
+        !processes_with(&needle).is_empty(),
+        "no forward while the run goes"
+    );
+    child.kill().expect("SIGKILL slipway");
+    child.wait().expect("reaped");
+    let gone = lsp::wait_until(EVENT_DEADLINE, || processes_with(&needle).is_empty());
+    for container in containers(LOCAL, &ids[0]) {
+        docker(None, &["rm", "-f", &container]);
+    }
+    assert!(gone, "forwards left: {:?}", processes_with(&needle));
+}

@@ -35,6 +35,8 @@ pub enum EngineUrl {
     Unix(PathBuf),
     /// Plain HTTP over TCP, `host:port`.
     Tcp(String),
+    /// Over SSH: the engine's socket on another machine, forwarded.
+    Ssh(super::ssh::SshTarget),
 }
 
 impl std::fmt::Display for EngineUrl {
@@ -42,6 +44,7 @@ impl std::fmt::Display for EngineUrl {
         match self {
             EngineUrl::Unix(path) => write!(f, "unix://{}", path.display()),
             EngineUrl::Tcp(addr) => write!(f, "tcp://{addr}"),
+            EngineUrl::Ssh(target) => write!(f, "{target}"),
         }
     }
 }
@@ -72,32 +75,32 @@ impl EngineUrl {
                     ))
                 }
             }
-            "ssh" => Err(format!(
-                "url '{text}': ssh:// engines are not supported yet; forward the engine's socket and list the forward instead, e.g. `ssh -N -L /tmp/remote-docker.sock:/var/run/docker.sock HOST` with url = \"unix:///tmp/remote-docker.sock\" (or -L 23751:/var/run/docker.sock with url = \"tcp://127.0.0.1:23751\")"
-            )),
+            "ssh" => super::ssh::SshTarget::parse(rest, text).map(EngineUrl::Ssh),
             "https" | "tls" => Err(format!(
-                "url '{text}': TLS engines are not supported yet; reach the engine through an ssh -L forward to a unix:// or tcp:// url"
+                "url '{text}': TLS engines are not supported yet; reach the engine over ssh:// instead (url = \"ssh://user@host\")"
             )),
             other => Err(format!(
-                "url '{text}' has the scheme '{other}', which slipway does not know: use unix:// or tcp://"
+                "url '{text}' has the scheme '{other}', which slipway does not know: use unix://, tcp:// or ssh://"
             )),
         }
     }
 
-    /// A client for this url (nothing is sent yet).
-    pub fn client(&self) -> Result<Docker, bollard::errors::Error> {
-        match self {
-            EngineUrl::Unix(path) => Docker::connect_with_unix(
-                &path.display().to_string(),
-                REQUEST_TIMEOUT_SECS,
-                bollard::API_DEFAULT_VERSION,
-            ),
-            EngineUrl::Tcp(addr) => Docker::connect_with_http(
-                &format!("tcp://{addr}"),
-                REQUEST_TIMEOUT_SECS,
-                bollard::API_DEFAULT_VERSION,
-            ),
-        }
+    /// A client for a unix socket (nothing is sent yet).
+    pub(super) fn unix_client(path: &Path) -> Result<Docker, bollard::errors::Error> {
+        Docker::connect_with_unix(
+            &path.display().to_string(),
+            REQUEST_TIMEOUT_SECS,
+            bollard::API_DEFAULT_VERSION,
+        )
+    }
+
+    /// A client for `host:port` (nothing is sent yet).
+    pub(super) fn tcp_client(addr: &str) -> Result<Docker, bollard::errors::Error> {
+        Docker::connect_with_http(
+            &format!("tcp://{addr}"),
+            REQUEST_TIMEOUT_SECS,
+            bollard::API_DEFAULT_VERSION,
+        )
     }
 }
 
@@ -290,11 +293,11 @@ mod tests {
         );
         assert!(
             message("[[engines]]\nname = \"a\"\nurl = \"ftp://x\"\nlimit = 1\n")
-                .contains("use unix:// or tcp://")
+                .contains("use unix://, tcp:// or ssh://")
         );
         assert!(
-            message("[[engines]]\nname = \"a\"\nurl = \"ssh://me@box\"\nlimit = 1\n")
-                .contains("ssh -N -L")
+            message("[[engines]]\nname = \"a\"\nurl = \"ssh://-oProxyCommand=x\"\nlimit = 1\n")
+                .contains("is not a host name")
         );
         assert!(
             message("[[engines]]\nname = \"a\"\nurl = \"tcp://box\"\nlimit = 1\n")

@@ -9,6 +9,7 @@
 
 mod config;
 mod slots;
+mod ssh;
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use bollard::Docker;
 
 pub use config::{Engine, EngineUrl, config_file, load, load_from, parse};
 pub use slots::{Slot, slots_dir};
+pub use ssh::{Forward, SshTarget};
 
 /// How long `slipway engines` waits for an engine to answer a ping.
 pub const PING_DEADLINE: Duration = Duration::from_secs(3);
@@ -170,6 +172,8 @@ pub struct Placement {
     pub docker: Docker,
     /// The slot, held for the life of this value.
     pub slot: Slot,
+    /// An `ssh://` engine's forward, up for the life of this value.
+    _forward: Option<Forward>,
 }
 
 impl std::fmt::Debug for Placement {
@@ -219,14 +223,25 @@ impl Placement {
     }
 }
 
-/// Connects to `engine` and agrees on an API version, within `deadline`.
-pub async fn connect(engine: &Engine, deadline: Duration) -> Result<Docker, EngineError> {
-    let docker = engine
-        .url
-        .client()
-        .map_err(|e| engine.unreachable(e.to_string()))?;
+/// Connects to `engine` and agrees on an API version, within `deadline`; an
+/// `ssh://` engine's forward comes with the client and must be kept with it.
+pub async fn connect(
+    engine: &Engine,
+    deadline: Duration,
+) -> Result<(Docker, Option<Forward>), EngineError> {
+    let (client, forward) = match &engine.url {
+        EngineUrl::Unix(path) => (EngineUrl::unix_client(path), None),
+        EngineUrl::Tcp(addr) => (EngineUrl::tcp_client(addr), None),
+        EngineUrl::Ssh(target) => {
+            let forward = Forward::open(target, deadline)
+                .await
+                .map_err(|reason| engine.unreachable(reason))?;
+            (EngineUrl::unix_client(forward.socket()), Some(forward))
+        }
+    };
+    let docker = client.map_err(|e| engine.unreachable(e.to_string()))?;
     match tokio::time::timeout(deadline, docker.negotiate_version()).await {
-        Ok(Ok(docker)) => Ok(docker),
+        Ok(Ok(docker)) => Ok((docker, forward)),
         Ok(Err(e)) => Err(engine.unreachable(e.to_string())),
         Err(_) => Err(engine.unreachable(format!("no answer within {} s", deadline.as_secs()))),
     }
@@ -295,11 +310,12 @@ pub async fn place(
                 continue;
             };
             match connect(engine, CONNECT_DEADLINE).await {
-                Ok(docker) => {
+                Ok((docker, forward)) => {
                     return Ok(Some(Placement {
                         engine: engine.clone(),
                         docker,
                         slot,
+                        _forward: forward,
                     }));
                 }
                 Err(e) => {
@@ -362,11 +378,14 @@ pub async fn status() -> Result<Vec<EngineStatus>, EngineError> {
     let pings = engines.iter().map(|engine| async {
         let runs = slots::load(&dir, engine);
         let answer = match connect(engine, PING_DEADLINE).await {
-            Ok(docker) => match tokio::time::timeout(PING_DEADLINE, docker.version()).await {
-                Ok(Ok(v)) => Ok(v.version.unwrap_or_default()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("no answer within {} s", PING_DEADLINE.as_secs())),
-            },
+            // The forward, if any, stays up until the version is read.
+            Ok((docker, _forward)) => {
+                match tokio::time::timeout(PING_DEADLINE, docker.version()).await {
+                    Ok(Ok(v)) => Ok(v.version.unwrap_or_default()),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!("no answer within {} s", PING_DEADLINE.as_secs())),
+                }
+            }
             Err(EngineError::Unreachable { reason, .. }) => Err(reason),
             Err(e) => Err(e.to_string()),
         };
