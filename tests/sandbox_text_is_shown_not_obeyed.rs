@@ -157,4 +157,20 @@ fn a_repositorys_names_and_subjects_reach_no_terminal() {
         "the subject's words stay: {preview}"
     );
     assert!(preview.contains("left over"), "{preview}");
+
+    // What the editors get (the sidecar answers from the same core): the
+    // subjects in a branch listing and in what a discard would lose.
+    let listed = env.slipway_json(&repo, &["branches"]);
+    let subject = listed["branches"]
+        .as_array()
+        .and_then(|all| all.iter().find(|b| b["name"] == "hostile"))
+        .and_then(|b| b["subject"].as_str())
+        .unwrap_or_else(|| panic!("no hostile branch: {listed}"));
+    assert!(subject.starts_with("fix the build"), "{subject:?}");
+    assert_eq!(obeyable(subject), Vec::<char>::new(), "{subject:?}");
+    let at_risk = env.slipway_json(&repo, &["discard", "hostile", "--dry-run"]);
+    let subject = at_risk["atRisk"]["commits"][0]["subject"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no commit at risk: {at_risk}"));
+    assert_eq!(obeyable(subject), Vec::<char>::new(), "{subject:?}");
 }

@@ -19,6 +19,16 @@ pub fn lines(text: &str) -> String {
     clean(text, true)
 }
 
+/// [`line`] for an owned string: kept as it is, without copying, when there
+/// is nothing to clean (most commit subjects), for lists of thousands.
+pub fn owned_line(text: String) -> String {
+    if text.chars().any(|c| c.is_control() || reorders(c)) {
+        line(&text)
+    } else {
+        text
+    }
+}
+
 /// Whether `c` reorders the text around it when shown.
 fn reorders(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')

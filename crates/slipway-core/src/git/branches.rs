@@ -30,7 +30,7 @@ pub struct BranchInfo {
     pub remote: Option<String>,
     /// The commit id of the tip.
     pub commit: String,
-    /// First line of the tip's message.
+    /// First line of the tip's message, made safe to show ([`crate::shown::line`]).
     pub subject: String,
     /// Committer time of the tip, seconds since the epoch.
     pub time: i64,
@@ -294,7 +294,8 @@ fn read_commits(repo: &Repository, oids: &[Oid]) -> HashMap<Oid, (String, i64)> 
             Some((subject.into_owned(), commit.time().seconds()))
         });
         if let Some(summary) = summary {
-            out.insert(oid, summary);
+            // A subject is shown to a person as it is listed (editors too).
+            out.insert(oid, (crate::shown::owned_line(summary.0), summary.1));
         }
     }
     out

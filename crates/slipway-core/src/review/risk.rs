@@ -27,7 +27,7 @@ const UPSTREAM_LIMIT: usize = 5000;
 pub struct RiskyCommit {
     /// Its full id.
     pub sha: String,
-    /// The first line of its message.
+    /// The first line of its message, made safe to show ([`crate::shown::line`]).
     pub subject: String,
 }
 
@@ -243,7 +243,7 @@ pub fn unlanded_commits(
             let commit = repo.find_commit(id)?;
             Ok(RiskyCommit {
                 sha: id.to_string(),
-                subject: commit.summary().ok().flatten().unwrap_or("").to_owned(),
+                subject: crate::shown::line(commit.summary().ok().flatten().unwrap_or("")),
             })
         })
         .collect()
