@@ -570,3 +570,66 @@ fn a_head_run_that_asks_is_answered_in_the_host_checkout() {
         "agent: the test\nagent: the work\ninitial commit"
     );
 }
+
+/// A reply runs where the run it answers ran: a run in a `docker` or
+/// `docker-isolated` sandbox that asks is answered in a new container of the
+/// same kind (the agent sees `/.dockerenv` both times), on the same branch.
+#[test]
+fn a_reply_to_a_docker_run_runs_in_the_same_kind_of_sandbox() {
+    require_docker_image();
+    // Each half commits where it ran: `docker` inside a container, else `host`.
+    let script = format!(
+        r#"set -e
+where=host; [ -e /.dockerenv ] && where=docker
+if [ "$SLIPWAY_PROMPT" = "{ANSWER}" ]; then
+  echo "$where" > reply.txt && git add reply.txt && git commit -q -m 'agent: the reply'
+  echo "Added the test."
+else
+  echo "$where" > first.txt && git add first.txt && git commit -q -m 'agent: the work'
+  echo "{QUESTION}"
+fi
+"#
+    );
+    for sandbox in ["docker", "docker-isolated"] {
+        let env = TestEnv::new();
+        let repo = env.new_repo("repo");
+        let branch = format!("asked/{sandbox}");
+        let (_, first, log) = env.run_result(
+            &repo,
+            &[
+                "--json",
+                "run",
+                "--branch",
+                &branch,
+                "--sandbox",
+                sandbox,
+                "--image",
+                TEST_IMAGE,
+                "--network",
+                "none",
+                "--prompt",
+                "Do the work.",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+        );
+        assert_eq!(first["status"], "needsInput", "{sandbox}: {first}\n{log}");
+        let run_id = s(&first, "runId").to_owned();
+        let second = reply(&env, &repo, &run_id, ANSWER).expect("the reply runs");
+        assert_eq!(second["status"], "completed", "{sandbox}: {second}");
+        assert_eq!(
+            record(&repo, s(&second, "runId"))["sandbox"],
+            sandbox,
+            "the reply's record"
+        );
+        for file in ["first.txt", "reply.txt"] {
+            assert_eq!(
+                env.git(&repo, &["show", &format!("{branch}:{file}")]),
+                "docker",
+                "{sandbox}: {file} was written outside a container"
+            );
+        }
+    }
+}
