@@ -132,6 +132,45 @@ fn a_command_agent_that_asks_ends_needs_input_and_the_reply_finishes_in_its_work
     assert_eq!(again["kind"], "notWaitingForInput", "{again}");
 }
 
+/// A script can tell an agent that asks from one that is done: `slipway
+/// run` exits 6, and the reply command it prints works as printed, once the
+/// answer is put in.
+#[test]
+fn a_run_that_asks_exits_6_and_its_printed_next_step_answers_it() {
+    let env = TestEnv::new();
+    let repo = env.new_repo("repo");
+    let agent = asking_agent(&env);
+    let out = env.slipway(
+        &repo,
+        &[
+            "run",
+            "--branch",
+            "asked",
+            "--prompt",
+            "Do the work.",
+            "--",
+            &agent,
+        ],
+    );
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(6), "{shown}\n{out:?}");
+    let hint = shown
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("answer with: slipway "))
+        .unwrap_or_else(|| panic!("no reply command: {shown}"));
+    let mut args: Vec<String> = hint.split_whitespace().map(str::to_owned).collect();
+    assert_eq!(args.first().map(String::as_str), Some("reply"), "{hint}");
+    assert_eq!(args.last().map(String::as_str), Some("\"…\""), "{hint}");
+    *args.last_mut().expect("an answer placeholder") = ANSWER.to_owned();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let answered = env.slipway(&repo, &args);
+    assert_eq!(answered.status.code(), Some(0), "{answered:?}");
+    assert_eq!(
+        env.git(&repo, &["log", "--format=%s", "asked"]),
+        "agent: the test\nagent: the work\ninitial commit"
+    );
+}
+
 #[test]
 fn replies_that_cannot_be_sent_are_typed_errors() {
     let env = TestEnv::new();

@@ -17,6 +17,10 @@ pub const NOT_DISCARDED: u8 = 4;
 /// a conflict, files in the way, a busy or switched host, a branch in use.
 pub const REFUSED: u8 = 5;
 
+/// A run ended asking the user (`needsInput`): done, but not finished
+/// until `slipway reply` answers it.
+pub const NEEDS_INPUT: u8 = 6;
+
 /// The exit code of an error of `kind`.
 pub fn error_code(kind: ErrorKind) -> ExitCode {
     match kind {
@@ -42,7 +46,7 @@ pub fn command(action: &Action) -> String {
         ActionKind::Discard => format!("slipway discard {target}{force}"),
         ActionKind::Close => format!("slipway worktree close {target}{force}"),
         ActionKind::Reply => format!(
-            "slipway reply {} --answer TEXT",
+            "slipway reply {} \"…\"",
             action.run_id.as_deref().unwrap_or("RUN")
         ),
         ActionKind::Trust => "slipway trust".to_owned(),

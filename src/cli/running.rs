@@ -212,6 +212,10 @@ pub fn run_cli(
             } else {
                 stdout!("{}", render::run_result(&result));
             }
+            // A script must not go on as if the agent were done when it asks.
+            if result.status == run::RunStatus::NeedsInput {
+                return Ok(ExitCode::from(next::NEEDS_INPUT));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(failure) => {
