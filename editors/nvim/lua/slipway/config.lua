@@ -23,7 +23,7 @@
 ---@field done? string shown after a run that completed, until `:Slipway runs` shows it
 ---@field failed? string shown after a run that failed, timed out or was cancelled, until `:Slipway runs`
 ---@field preserved? string put before the count of dirty preserved worktrees
----@field needs_input? string shown, highlighted `SlipwayNeedsInput`, for a run that ended asking, until replied
+---@field needs_input? string shown for a run that ended asking, until replied (`SlipwayNeedsInput` with `statusline({ highlight = true })`)
 
 ---@class slipway.Opts
 ---@field cmd? string[] the sidecar command line (default `{ 'slipway', 'lsp' }`)

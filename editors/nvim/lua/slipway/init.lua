@@ -19,11 +19,17 @@ end
 --- A short status line string from the cache fed by the sidecar: the
 --- worktree's branch, a dirty mark, the runs of the repository (running with
 --- their latest step, or done), and the count of dirty preserved worktrees.
---- Never sends a request, never blocks.
----@param path? string default: the current buffer's file, else the cwd
+--- Never sends a request, never blocks. Plain text, for `%{…}`; with
+--- `highlight` a 'statusline' format for `%{%…%}` (see |slipway.statusline()|).
+---@param path? string|{ highlight?: boolean } default: the current buffer's file, else the cwd
+---@param opts? { highlight?: boolean }
 ---@return string
-function M.statusline(path)
-  return require('slipway.status').statusline(path)
+function M.statusline(path, opts)
+  -- `statusline({ highlight = true })`: Vimscript has no nil to pass for the path.
+  if type(path) == 'table' then
+    path, opts = nil, path
+  end
+  return require('slipway.status').statusline(path, opts)
 end
 
 --- The cached state of a path: its repository snapshot and its worktree, if any.

@@ -203,14 +203,17 @@ function M.summary(p)
   if yours then
     head = head .. ' (your worktree)'
   end
-  -- What to do next is on the line people see: review and land first.
+  -- What to do next is on the line people see: review and land first; for a
+  -- question, how to answer it (review and land stay in the details).
   local offered = {}
   for _, a in ipairs(type(p.actions) == 'table' and p.actions or {}) do
-    if a.kind == 'review' or a.kind == 'land' then
+    if (a.kind == 'review' or a.kind == 'land') and p.status ~= 'needsInput' then
       offered[#offered + 1] = util.action_text(a)
     end
   end
-  if #offered > 0 then
+  if p.status == 'needsInput' then
+    head = head .. ' — :Slipway reply'
+  elseif #offered > 0 then
     head = head .. ' — ' .. table.concat(offered, ' or ')
   end
   lines[1] = head

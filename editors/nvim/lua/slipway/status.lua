@@ -203,12 +203,12 @@ end
 --- The runs part of the status line for `repo`: each running run with its
 --- latest step (`⟳ editing src/a.rs`), and each run that ended here since
 --- `:Slipway runs` was last shown (`✓ branch`, `✗ branch` when not completed),
---- and each run waiting for an answer (`? branch`, highlighted `SlipwayNeedsInput`).
---- `w` is the worktree the status line is about: its own run needs no branch.
+--- and each run waiting for an answer (`? branch`, a `{ hl = 'SlipwayNeedsInput' }`
+--- part). `w` is the worktree the status line is about: its own run needs no branch.
 ---@param repo slipway.Snapshot
 ---@param w? slipway.WorktreeStatus
 ---@param sym slipway.StatuslineOpts
----@return string[]
+---@return (string|{ text: string, hl: string })[]
 local function run_parts(repo, w, sym)
   local activity = require('slipway.activity')
   local parts, others = {}, {}
@@ -243,10 +243,10 @@ local function run_parts(repo, w, sym)
     local q = activity.waiting[id]
     if q.root == root then
       local ours = w and q.worktreePath and util.realpath(q.worktreePath) == util.realpath(w.path)
-      parts[#parts + 1] = '%#SlipwayNeedsInput#'
-        .. (sym.needs_input or ' ?')
-        .. (ours and '' or (' ' .. (q.branch or id)))
-        .. '%*'
+      parts[#parts + 1] = {
+        hl = 'SlipwayNeedsInput',
+        text = (sym.needs_input or ' ?') .. (ours and '' or (' ' .. (q.branch or id))),
+      }
     end
   end
   local ids = vim.tbl_keys(activity.done)
@@ -263,13 +263,48 @@ local function run_parts(repo, w, sym)
   return parts
 end
 
+--- `parts` as one string, trimmed; with `highlight`, a 'statusline' format
+--- (`%{%…%}`): each `%` of their text doubled (a branch, an agent's step) so
+--- that none is read as an item, and highlighted parts wrapped in `%#…#…%*`.
+---@param parts (string|{ text: string, hl: string })[]
+---@param highlight? boolean
+---@return string
+local function render(parts, highlight)
+  local texts, first, last = {}, nil, nil
+  for i, part in ipairs(parts) do
+    texts[i] = type(part) == 'table' and part.text or part
+    if texts[i]:find('%S') then
+      first, last = first or i, i
+    end
+  end
+  local out = {}
+  for i = first or 1, last or 0 do
+    local text = texts[i]
+    if i == first then
+      text = text:gsub('^%s+', '')
+    end
+    if i == last then
+      text = text:gsub('%s+$', '')
+    end
+    if highlight then
+      text = text:gsub('%%', '%%%%')
+      if type(parts[i]) == 'table' then
+        text = ('%%#%s#%s%%*'):format(parts[i].hl, text)
+      end
+    end
+    out[#out + 1] = text
+  end
+  return table.concat(out)
+end
+
 --- A short status line string for the current buffer (or its cwd): the
 --- worktree's branch, a dirty mark, its run's mark and latest step, the other
 --- runs of the repository (running, or done since `:Slipway runs`), and the
 --- count of dirty preserved worktrees. Empty outside slipway's knowledge.
 ---@param path? string
+---@param opts? { highlight?: boolean } `highlight`: a 'statusline' format for `%{%…%}`
 ---@return string
-function M.statusline(path)
+function M.statusline(path, opts)
   local ok, result = pcall(function()
     local sym = require('slipway.config').get().statusline or {}
     local repo, w = M.lookup(path)
@@ -288,7 +323,7 @@ function M.statusline(path)
     if flagged > 0 then
       parts[#parts + 1] = (sym.preserved or ' ⚠') .. tostring(flagged)
     end
-    return vim.trim(table.concat(parts))
+    return render(parts, opts and opts.highlight)
   end)
   return ok and result or ''
 end
