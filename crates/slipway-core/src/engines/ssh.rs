@@ -271,6 +271,7 @@ impl Forward {
                 .await
                 .is_ok()
             {
+                forward.drain_stderr();
                 return Ok(forward);
             }
             if started.elapsed() >= deadline {
@@ -282,6 +283,20 @@ impl Forward {
             }
             tokio::time::sleep(FORWARD_POLL).await;
         }
+    }
+
+    /// Reads what `ssh` says from now on into the log, so that a long run's
+    /// warnings cannot fill the pipe and stall the forward.
+    fn drain_stderr(&mut self) {
+        let Some(err) = self.child.stderr.take() else {
+            return;
+        };
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                tracing::info!("ssh forward: {}", crate::shown::line(&line));
+            }
+        });
     }
 
     /// The local socket the engine answers on.
