@@ -486,11 +486,12 @@ fn engine_config_errors_are_typed_and_say_how_to_fix_them() {
         ),
         (
             "[[engines]]\nname = \"a\"\nurl = \"ftp://box\"\nlimit = 1\n",
-            "use unix:// or tcp://",
+            "use unix://, tcp:// or ssh://",
         ),
         (
-            "[[engines]]\nname = \"a\"\nurl = \"ssh://me@box\"\nlimit = 1\n",
-            "ssh -N -L",
+            // A host ssh would read as an option.
+            "[[engines]]\nname = \"a\"\nurl = \"ssh://me@-oProxyCommand=x\"\nlimit = 1\n",
+            "is not a host name or address",
         ),
     ];
     for (config, fix) in cases {
