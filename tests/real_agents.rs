@@ -6,6 +6,9 @@
 //!   on the host branch; the result's session id is one the agent keeps, and
 //!   its usage (cached tokens included) is what the server sent, and
 //!   `slipway runs` shows its activity (one tool call, its last words, its tokens);
+//! - a file written with the agent's own write tool (Claude Code `Write`, Codex
+//!   `apply_patch`, OpenCode and Pi `write`, Copilot `create`) is the file its
+//!   activity names, and "editing notes.txt" was a step while it ran;
 //! - a token budget below the first reply stops the real OpenCode once it
 //!   reported that reply, its commit kept;
 //! - a second run with `--resume` continues that session after the first run's
@@ -29,7 +32,9 @@ use serde_json::{Value, json};
 
 use common::agents::{AgentWorld, agent_image};
 use common::lsp::Lsp;
-use common::model_server::{FINAL_TEXT, Script, SentUsage, Turn};
+use common::model_server::{
+    FINAL_TEXT, NOTES_CONTENT, NOTES_FILE, NOTES_FINAL_TEXT, Script, SentUsage, Turn,
+};
 use common::pty::Pty;
 use common::*;
 
@@ -175,6 +180,116 @@ fn assert_activity(world: &AgentWorld, result: &Value) {
     assert_eq!(
         activity["outputTokens"], usage.output,
         "{agent}: {activity}"
+    );
+}
+
+/// The model writes notes.txt with the agent's own file-writing tool, then
+/// commits it through the shell tool: the run lands the file; the activity
+/// `slipway runs` shows names it (relative to the worktree) as the one file
+/// the agent edited, with both tool calls and the tokens the server sent; and
+/// the run's events file kept the step "editing notes.txt" from while it ran.
+fn own_write_tool_names_its_file_in_the_activity(agent: &str) {
+    let mut world = AgentWorld::new(agent, Script::WriteAndCommit);
+    // Codex offers its apply_patch tool only with a model whose metadata it bundles.
+    world.codex_model = "gpt-5.5";
+    let (result, error) = world.run(
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--idle-timeout",
+            "120",
+            "--prompt",
+            "Write notes.txt and commit it.",
+        ],
+        RUN_LIMIT,
+    );
+    let log = AgentWorld::log_of(&result);
+    let served = world.server.describe();
+    assert!(
+        error.is_none(),
+        "{agent}: {error:?}\n{result}\nlog:\n{log}\nmodel server:\n{served}"
+    );
+    assert_eq!(
+        result["status"], "completed",
+        "{agent}: {result}\nlog:\n{log}\nmodel server:\n{served}"
+    );
+    assert_eq!(result["finalText"], NOTES_FINAL_TEXT, "{agent}: {result}");
+    let tools: Vec<String> = world
+        .server
+        .model_requests()
+        .into_iter()
+        .filter_map(|e| e.tool)
+        .collect();
+    let write = match agent {
+        "claude-code" => "Write",
+        "codex" => "apply_patch",
+        "copilot" => "create",
+        _ => "write",
+    };
+    assert_eq!(
+        tools.first().map(String::as_str),
+        Some(write),
+        "{agent}: the model wrote with the agent's own tool, then committed: {tools:?}\n{served}"
+    );
+    assert_eq!(tools.len(), 2, "{agent}: the script's two calls\n{served}");
+    assert_eq!(
+        world
+            .env
+            .git(&world.repo, &["log", "-1", "--format=%s", "main"]),
+        "agent: notes",
+        "{agent}: the commit landed\n{log}"
+    );
+    assert_eq!(
+        world
+            .env
+            .git(&world.repo, &["show", &format!("main:{NOTES_FILE}")])
+            .trim_end(),
+        NOTES_CONTENT.trim_end(),
+        "{agent}: the write tool wrote the file that was committed"
+    );
+
+    let runs = world.env.slipway_json(&world.repo, &["runs"]);
+    let run = runs["runs"]
+        .as_array()
+        .and_then(|all| all.iter().find(|r| r["runId"] == result["runId"]))
+        .unwrap_or_else(|| panic!("the run in slipway runs: {runs}"));
+    let activity = &run["activity"];
+    assert_eq!(
+        activity["files"],
+        json!([NOTES_FILE]),
+        "{agent}: {activity}"
+    );
+    assert_eq!(activity["filesTouched"], 1, "{agent}: {activity}");
+    assert_eq!(activity["toolCalls"], 2, "{agent}: {activity}");
+    assert_eq!(activity["step"], NOTES_FINAL_TEXT, "{agent}: {activity}");
+    let sent = world.server.sent_usage();
+    assert_eq!(
+        (sent.input, sent.output),
+        (303 + 202, 33 + 22),
+        "{agent}: the script's three turns\n{served}"
+    );
+    assert_eq!(activity["inputTokens"], sent.input, "{agent}: {activity}");
+    assert_eq!(activity["outputTokens"], sent.output, "{agent}: {activity}");
+
+    let events = std::fs::read_to_string(
+        world
+            .repo
+            .join(format!(".slipway/runs/{}.events", s(&result, "runId"))),
+    )
+    .expect("the run's events file");
+    let steps: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "step")
+        .filter_map(|e| e["text"].as_str().map(str::to_owned))
+        .collect();
+    // The script says no words with its calls, so the edit is the run's
+    // first step, and a first step always reaches the events file (the rate
+    // limit holds back only the ones that follow it closely).
+    assert_eq!(
+        steps.first().map(String::as_str),
+        Some("editing notes.txt"),
+        "{agent}: the editing step was seen while it ran: {steps:?}"
     );
 }
 
@@ -603,6 +718,11 @@ macro_rules! per_agent {
             #[test]
             fn session_lands_resumes_and_forks() {
                 super::session_lands_resumes_and_forks($agent);
+            }
+
+            #[test]
+            fn own_write_tool_names_its_file_in_the_activity() {
+                super::own_write_tool_names_its_file_in_the_activity($agent);
             }
 
             #[test]

@@ -107,6 +107,10 @@ pub struct AgentWorld {
     pub cli: Cli,
     /// The repository (`main`, one commit).
     pub repo: PathBuf,
+    /// The model Codex is told to use: `fake-model`, or one whose metadata
+    /// Codex bundles (its tools depend on it: `apply_patch` comes only with a
+    /// known model).
+    pub codex_model: &'static str,
 }
 
 impl AgentWorld {
@@ -131,6 +135,7 @@ impl AgentWorld {
             server,
             cli,
             repo,
+            codex_model: "fake-model",
         };
         world.configure();
         world
@@ -226,7 +231,7 @@ impl AgentWorld {
 
     /// The model flag, for the agents that need one.
     pub fn model(&self) -> Option<&'static str> {
-        (self.cli.agent == "codex").then_some("fake-model")
+        (self.cli.agent == "codex").then_some(self.codex_model)
     }
 
     /// The agent as the protocol names it, with `more` fields merged in.

@@ -43,10 +43,29 @@ pub enum Script {
     /// As [`Script::EditAndCommit`], but the last words after the tool are
     /// these (a question to the user, say) instead of [`FINAL_TEXT`].
     CommitThenSay(String),
+    /// Opening: one call of the agent's own file-writing tool (`Write`,
+    /// `write`, `create` or `apply_patch`) creating [`NOTES_FILE`] in its
+    /// directory; after it, one call of the shell tool committing it
+    /// ([`NOTES_COMMIT`]); after that, [`NOTES_FINAL_TEXT`]. No words come
+    /// with the calls.
+    WriteAndCommit,
 }
 
 /// The last words of [`Script::EditAndCommit`].
 pub const FINAL_TEXT: &str = "All done: hello.txt is committed. <promise>COMPLETE</promise>";
+
+/// The file [`Script::WriteAndCommit`] writes, relative to the agent's directory.
+pub const NOTES_FILE: &str = "notes.txt";
+
+/// What [`Script::WriteAndCommit`] writes in [`NOTES_FILE`].
+pub const NOTES_CONTENT: &str = "notes the agent wrote\n";
+
+/// The shell command that commits [`NOTES_FILE`] in [`Script::WriteAndCommit`].
+pub const NOTES_COMMIT: &str =
+    "git add notes.txt && git commit -q -m 'agent: notes' && echo committed-notes";
+
+/// The last words of [`Script::WriteAndCommit`].
+pub const NOTES_FINAL_TEXT: &str = "All done: notes.txt is committed. <promise>COMPLETE</promise>";
 
 /// The shell command of the `k`-th tool call the server makes (from 1).
 pub fn commit_command(k: u32) -> String {
@@ -544,12 +563,44 @@ fn handle(shared: &Shared, req: &Request, out: &mut TcpStream) -> std::io::Resul
                         exchange.tool = Some(tool.name.clone());
                         Answer {
                             text: Some("I will commit hello.txt.".into()),
-                            call: Some((tool, commit_command(k))),
+                            call: Some(shell_call(&tool, &commit_command(k))),
                         }
                     }
                     None => Answer::text("There is no shell tool to commit with."),
                 },
                 Turn::AfterTool | Turn::Side => Answer::text(&last),
+            };
+            exchange.usage = Some(usage);
+            log(shared, exchange);
+            answer(&mut reply, api, &body, &planned, usage, written)
+        }
+        Script::WriteAndCommit => {
+            let (usage, written) = turn_usage(turn);
+            // No words before a call: the call is the run's step on its own.
+            let mut calling = |call: Call| {
+                shared.tool_calls.fetch_add(1, Ordering::SeqCst);
+                exchange.tool = Some(call.name.clone());
+                Answer {
+                    text: None,
+                    call: Some(call),
+                }
+            };
+            let planned = match (turn, tool_results_since_prompt(api, &body)) {
+                (Turn::Opening, _) => match write_tool(api, &body) {
+                    Some(tool) => {
+                        // Where the CLI says it works (most write tools want an
+                        // absolute path); else relative to it.
+                        let file = worktree_named(&body)
+                            .map_or_else(|| NOTES_FILE.to_owned(), |d| format!("{d}/{NOTES_FILE}"));
+                        calling(write_call(&tool, &file, NOTES_CONTENT))
+                    }
+                    None => Answer::text("There is no tool to write a file with."),
+                },
+                (Turn::AfterTool, 1) => match shell_tool(api, &body) {
+                    Some(tool) => calling(shell_call(&tool, NOTES_COMMIT)),
+                    None => Answer::text("There is no shell tool to commit with."),
+                },
+                _ => Answer::text(NOTES_FINAL_TEXT),
             };
             exchange.usage = Some(usage);
             log(shared, exchange);
@@ -643,17 +694,56 @@ fn chat_turn(body: &Value) -> Turn {
 }
 
 // ---------------------------------------------------------------------------
-// The shell tool
+// The agent's tools
 // ---------------------------------------------------------------------------
 
-/// The tool the model calls to run a command, as the request offered it.
-#[derive(Debug, Clone)]
-struct ShellTool {
-    name: String,
-    /// JSON schema of its arguments.
-    schema: Value,
+/// How a tool takes its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolForm {
+    /// JSON arguments, as its schema says.
+    Function,
     /// Codex's `local_shell` tool, whose call carries its own action.
-    local_shell: bool,
+    LocalShell,
+    /// A Responses `custom` tool: free text (Codex's `apply_patch`).
+    Freeform,
+}
+
+/// A tool the request offered.
+#[derive(Debug, Clone)]
+struct Tool {
+    name: String,
+    /// JSON schema of its arguments (`Null` for the other forms).
+    schema: Value,
+    form: ToolForm,
+}
+
+/// A tool call the model makes.
+#[derive(Debug, Clone)]
+struct Call {
+    name: String,
+    input: CallInput,
+}
+
+/// What a call hands its tool.
+#[derive(Debug, Clone)]
+enum CallInput {
+    /// JSON arguments.
+    Json(Value),
+    /// The command of a `local_shell` call.
+    LocalShell(String),
+    /// The text of a freeform call.
+    Freeform(String),
+}
+
+impl Call {
+    /// The input as JSON, for the APIs that have only JSON arguments.
+    fn json(&self) -> Value {
+        match &self.input {
+            CallInput::Json(v) => v.clone(),
+            CallInput::LocalShell(c) => json!({"command": c}),
+            CallInput::Freeform(t) => json!({"input": t}),
+        }
+    }
 }
 
 /// Names of shell tools, most specific first.
@@ -667,7 +757,26 @@ const SHELL_NAMES: [&str; 7] = [
     "run_in_terminal",
 ];
 
-fn pick_shell(tools: Vec<ShellTool>) -> Option<ShellTool> {
+/// Names of the tools that write a whole file, most specific first: Claude
+/// Code, OpenCode and Pi `Write`/`write`, Copilot `create`, Codex `apply_patch`
+/// (freeform with a model it knows; a function taking `input` in older ones).
+const WRITE_NAMES: [&str; 5] = [
+    "Write",
+    "write",
+    "create",
+    "apply_patch",
+    "str_replace_editor",
+];
+
+fn pick_shell(tools: Vec<Tool>) -> Option<Tool> {
+    let local = tools
+        .iter()
+        .find(|t| t.form == ToolForm::LocalShell)
+        .cloned();
+    let tools: Vec<Tool> = tools
+        .into_iter()
+        .filter(|t| t.form == ToolForm::Function)
+        .collect();
     SHELL_NAMES
         .iter()
         .find_map(|n| tools.iter().find(|t| t.name == *n).cloned())
@@ -680,34 +789,38 @@ fn pick_shell(tools: Vec<ShellTool>) -> Option<ShellTool> {
                 })
                 .cloned()
         })
+        .or(local)
 }
 
-fn shell_tool(api: Api, body: &Value) -> Option<ShellTool> {
-    let tools: Vec<ShellTool> = match api {
+/// The tools a request offers.
+fn offered_tools(api: Api, body: &Value) -> Vec<Tool> {
+    let function = |name: &Value, schema: &Value| {
+        Some(Tool {
+            name: name.as_str()?.to_owned(),
+            schema: schema.clone(),
+            form: ToolForm::Function,
+        })
+    };
+    match api {
         Api::Anthropic => body["tools"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|t| {
-                Some(ShellTool {
-                    name: t["name"].as_str()?.to_owned(),
-                    schema: t["input_schema"].clone(),
-                    local_shell: false,
-                })
-            })
+            .filter_map(|t| function(&t["name"], &t["input_schema"]))
             .collect(),
         Api::Responses => responses_tools(body)
             .iter()
             .filter_map(|t| match t["type"].as_str() {
-                Some("local_shell") => Some(ShellTool {
+                Some("local_shell") => Some(Tool {
                     name: "local_shell".into(),
                     schema: Value::Null,
-                    local_shell: true,
+                    form: ToolForm::LocalShell,
                 }),
-                Some("function") => Some(ShellTool {
+                Some("function") => function(&t["name"], &t["parameters"]),
+                Some("custom") => Some(Tool {
                     name: t["name"].as_str()?.to_owned(),
-                    schema: t["parameters"].clone(),
-                    local_shell: false,
+                    schema: Value::Null,
+                    form: ToolForm::Freeform,
                 }),
                 _ => None,
             })
@@ -716,33 +829,38 @@ fn shell_tool(api: Api, body: &Value) -> Option<ShellTool> {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|t| {
-                Some(ShellTool {
-                    name: t["function"]["name"].as_str()?.to_owned(),
-                    schema: t["function"]["parameters"].clone(),
-                    local_shell: false,
-                })
-            })
+            .filter_map(|t| function(&t["function"]["name"], &t["function"]["parameters"]))
             .collect(),
-    };
-    let local = tools.iter().find(|t| t.local_shell).cloned();
-    pick_shell(tools.into_iter().filter(|t| !t.local_shell).collect()).or(local)
+    }
 }
 
-/// Arguments for the shell tool running `command`, from its schema: the
-/// command goes in `command`/`cmd`/`script` (an argv when the schema wants an
-/// array), every other required field gets a harmless value.
-fn shell_args(tool: &ShellTool, command: &str) -> Value {
+fn shell_tool(api: Api, body: &Value) -> Option<Tool> {
+    pick_shell(offered_tools(api, body))
+}
+
+/// The agent's tool for writing a file, if it offers one.
+fn write_tool(api: Api, body: &Value) -> Option<Tool> {
+    let tools = offered_tools(api, body);
+    WRITE_NAMES
+        .iter()
+        .find_map(|n| tools.iter().find(|t| t.name == *n).cloned())
+}
+
+/// The call of the shell tool running `command`, its arguments from its
+/// schema: the command goes in `command`/`cmd`/`script` (an argv when the
+/// schema wants an array), every other required field gets a harmless value.
+fn shell_call(tool: &Tool, command: &str) -> Call {
+    if tool.form == ToolForm::LocalShell {
+        return Call {
+            name: tool.name.clone(),
+            input: CallInput::LocalShell(command.to_owned()),
+        };
+    }
     let props = tool.schema["properties"]
         .as_object()
         .cloned()
         .unwrap_or_default();
-    let required: Vec<&str> = tool.schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = required(&tool.schema);
     let mut args = serde_json::Map::new();
     for (name, prop) in &props {
         let kind = prop["type"].as_str();
@@ -753,14 +871,9 @@ fn shell_args(tool: &ShellTool, command: &str) -> Value {
                 json!(command)
             }
         } else if name == "description" {
-            json!("Commit hello.txt")
+            json!("Commit the work")
         } else if required.contains(&name.as_str()) {
-            match kind {
-                Some("integer" | "number") => json!(60000),
-                Some("boolean") => json!(false),
-                Some("array") => json!([]),
-                _ => json!("."),
-            }
+            filler(kind)
         } else {
             continue;
         };
@@ -772,7 +885,113 @@ fn shell_args(tool: &ShellTool, command: &str) -> Value {
     {
         args.insert("command".into(), json!(command));
     }
-    Value::Object(args)
+    Call {
+        name: tool.name.clone(),
+        input: CallInput::Json(Value::Object(args)),
+    }
+}
+
+/// The call of the write tool that creates `file` (absolute, or relative to
+/// the agent's directory) holding `content`: a patch adding it for
+/// `apply_patch`, else the path and content fields its schema names.
+fn write_call(tool: &Tool, file: &str, content: &str) -> Call {
+    let patch = || {
+        let lines: String = content.lines().map(|l| format!("+{l}\n")).collect();
+        format!("*** Begin Patch\n*** Add File: {file}\n{lines}*** End Patch\n")
+    };
+    if tool.form == ToolForm::Freeform {
+        return Call {
+            name: tool.name.clone(),
+            input: CallInput::Freeform(patch()),
+        };
+    }
+    let props = tool.schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required = required(&tool.schema);
+    let mut args = serde_json::Map::new();
+    for (name, prop) in &props {
+        let value = match name.as_str() {
+            "file_path" | "filePath" | "path" | "target_file" => json!(file),
+            "content" | "contents" | "file_text" | "text" => json!(content),
+            "input" | "patch" if tool.name == "apply_patch" => json!(patch()),
+            // str_replace_editor's subcommand.
+            "command" => json!("create"),
+            _ if required.contains(&name.as_str()) => filler(prop["type"].as_str()),
+            _ => continue,
+        };
+        args.insert(name.clone(), value);
+    }
+    Call {
+        name: tool.name.clone(),
+        input: CallInput::Json(Value::Object(args)),
+    }
+}
+
+/// The required fields of a JSON schema.
+fn required(schema: &Value) -> Vec<&str> {
+    schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// A harmless value of a JSON schema type.
+fn filler(kind: Option<&str>) -> Value {
+    match kind {
+        Some("integer" | "number") => json!(60000),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        _ => json!("."),
+    }
+}
+
+/// The agent's working directory as the request tells the model: the first
+/// slipway worktree path in it (each CLI puts its directory in its system
+/// prompt or environment context, in its own words).
+fn worktree_named(body: &Value) -> Option<String> {
+    const MARK: &str = "/.slipway/worktrees/";
+    let text = body.to_string();
+    let at = text.find(MARK)?;
+    let ends = |c: char| c.is_ascii_whitespace() || "\"'<>`\\,;()[]{}".contains(c);
+    let start = text[..at].rfind(ends).map_or(0, |i| i + 1);
+    let rest = &text[at + MARK.len()..];
+    let name_len = rest
+        .find(|c: char| ends(c) || c == '/')
+        .unwrap_or(rest.len());
+    (name_len > 0).then(|| text[start..at + MARK.len() + name_len].to_owned())
+}
+
+/// How many tool results came back since the user's newest message: which
+/// step of a several-call script the conversation is at.
+fn tool_results_since_prompt(api: Api, body: &Value) -> usize {
+    let items = match api {
+        Api::Responses => &body["input"],
+        Api::Anthropic | Api::Chat => &body["messages"],
+    };
+    let mut n = 0;
+    for item in items.as_array().into_iter().flatten().rev() {
+        let results = match api {
+            Api::Anthropic if item["role"] == "user" => item["content"].as_array().map_or(0, |c| {
+                c.iter().filter(|b| b["type"] == "tool_result").count()
+            }),
+            Api::Responses => usize::from(
+                item["type"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("_call_output")),
+            ),
+            Api::Chat => usize::from(item["role"] == "tool"),
+            _ => 0,
+        };
+        if results == 0 && item["role"] == "user" {
+            break;
+        }
+        n += results;
+    }
+    n
 }
 
 // ---------------------------------------------------------------------------
@@ -782,7 +1001,7 @@ fn shell_args(tool: &ShellTool, command: &str) -> Value {
 /// What the model says: text, then maybe one tool call.
 struct Answer {
     text: Option<String>,
-    call: Option<(ShellTool, String)>,
+    call: Option<Call>,
 }
 
 impl Answer {
@@ -841,8 +1060,10 @@ fn anthropic(
     if let Some(text) = &answer.text {
         blocks.push(json!({"type": "text", "text": text}));
     }
-    if let Some((tool, command)) = &answer.call {
-        blocks.push(json!({"type": "tool_use", "id": id("toolu"), "name": tool.name, "input": shell_args(tool, command)}));
+    if let Some(call) = &answer.call {
+        blocks.push(
+            json!({"type": "tool_use", "id": id("toolu"), "name": call.name, "input": call.json()}),
+        );
     }
     let stop = if answer.call.is_some() {
         "tool_use"
@@ -926,15 +1147,22 @@ fn responses(
                           "content": [{"type": "output_text", "text": text, "annotations": []}]}),
         );
     }
-    if let Some((tool, command)) = &answer.call {
+    if let Some(call) = &answer.call {
         let call_id = id("call");
-        if tool.local_shell {
-            items.push(json!({"type": "local_shell_call", "id": id("lsh"), "call_id": call_id, "status": "completed",
-                              "action": {"type": "exec", "command": ["bash", "-lc", command], "env": {}, "timeout_ms": 60000}}));
-        } else {
-            items.push(json!({"type": "function_call", "id": id("fc"), "call_id": call_id, "name": tool.name,
-                              "arguments": shell_args(tool, command).to_string(), "status": "completed"}));
-        }
+        items.push(match &call.input {
+            CallInput::LocalShell(command) => {
+                json!({"type": "local_shell_call", "id": id("lsh"), "call_id": call_id, "status": "completed",
+                       "action": {"type": "exec", "command": ["bash", "-lc", command], "env": {}, "timeout_ms": 60000}})
+            }
+            CallInput::Freeform(input) => {
+                json!({"type": "custom_tool_call", "id": id("ctc"), "call_id": call_id, "name": call.name,
+                       "input": input, "status": "completed"})
+            }
+            CallInput::Json(args) => {
+                json!({"type": "function_call", "id": id("fc"), "call_id": call_id, "name": call.name,
+                       "arguments": args.to_string(), "status": "completed"})
+            }
+        });
     }
     let usage = json!({
         "input_tokens": usage.input,
@@ -1015,6 +1243,24 @@ fn responses(
                     json!({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": index, "arguments": args}),
                 )?;
             }
+            Some("custom_tool_call") => {
+                opening["input"] = json!("");
+                ev(
+                    reply,
+                    json!({"type": "response.output_item.added", "output_index": index, "item": opening}),
+                )?;
+                let input = item["input"].as_str().unwrap_or("");
+                for delta in halves(input) {
+                    ev(
+                        reply,
+                        json!({"type": "response.custom_tool_call_input.delta", "item_id": item["id"], "output_index": index, "delta": delta}),
+                    )?;
+                }
+                ev(
+                    reply,
+                    json!({"type": "response.custom_tool_call_input.done", "item_id": item["id"], "output_index": index, "input": input}),
+                )?;
+            }
             _ => {
                 ev(
                     reply,
@@ -1041,9 +1287,9 @@ fn chat(
     answer: &Answer,
     usage: SentUsage,
 ) -> std::io::Result<()> {
-    let call = answer.call.as_ref().map(|(tool, command)| {
+    let call = answer.call.as_ref().map(|call| {
         json!({"id": id("call"), "type": "function",
-               "function": {"name": tool.name, "arguments": shell_args(tool, command).to_string()}})
+               "function": {"name": call.name, "arguments": call.json().to_string()}})
     });
     let usage = json!({
         "prompt_tokens": usage.input,

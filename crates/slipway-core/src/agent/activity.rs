@@ -419,6 +419,36 @@ mod tests {
     }
 
     #[test]
+    fn each_providers_real_write_tool_is_an_edit_of_its_file() {
+        // The model wrote notes.txt with the agent's own tool (Claude Code
+        // `Write`, Codex `apply_patch`, OpenCode and Pi `write`, Copilot
+        // `create`), then committed it with the shell tool.
+        let done = "All done: notes.txt is committed. <promise>COMPLETE</promise>";
+        for (provider, file) in [
+            ("claude-code", "claude-write.jsonl"),
+            ("codex", "codex-write.jsonl"),
+            ("opencode", "opencode-write.jsonl"),
+            ("pi", "pi-write.jsonl"),
+            ("copilot", "copilot-write.jsonl"),
+        ] {
+            let (steps, activity) = real(provider, file);
+            assert_eq!(
+                steps.first().map(String::as_str),
+                Some("editing notes.txt"),
+                "{file}: {steps:?}"
+            );
+            assert_eq!(
+                steps.last().map(String::as_str),
+                Some(done),
+                "{file}: {steps:?}"
+            );
+            assert_eq!(activity.files, vec!["notes.txt".to_owned()], "{file}");
+            assert_eq!(activity.files_touched, 1, "{file}");
+            assert_eq!(activity.tool_calls, 2, "{file}");
+        }
+    }
+
+    #[test]
     fn summary_has_tokens_and_cost_when_known() {
         let mut w = Watcher::new("pi", Path::new("/w"));
         w.line(&[call("bash", json!({"command": "cargo test"}))]);
