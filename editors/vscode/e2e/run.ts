@@ -932,6 +932,132 @@ async function main(): Promise<void> {
       await runCommand(page, 'Notifications: Clear All Notifications');
     });
 
+    // A run that ends asking, answered as a person would: the question in the notification
+    // and the runs item, the answer typed into Reply to Run's input box, and the run that
+    // answers it in the same worktree. The settings' agent script becomes one that commits
+    // and asks, and (given the answer as its prompt, as a command agent's reply run is)
+    // writes the answer into a committed file; it is put back after both checks.
+    const QUESTION = 'Should I also update the docs?';
+    const ANSWER = 'Yes, the README too';
+    const ASKING_AGENT = [
+      '#!/bin/sh',
+      'set -e',
+      'case "$SLIPWAY_PROMPT" in',
+      "  'tidy the code')",
+      "    echo work > work.txt && git add work.txt && git commit -q -m 'agent: the work'",
+      "    echo 'Tidied the code.'",
+      '    echo',
+      `    echo '${QUESTION}'`,
+      '    ;;',
+      '  *)',
+      "    printf '%s\\n' \"$SLIPWAY_PROMPT\" > answer.txt && git add answer.txt && git commit -q -m 'agent: as answered'",
+      "    echo 'Updated them.'",
+      '    ;;',
+      'esac',
+      '',
+    ].join('\n');
+    const agentBeforeQuestion = fs.readFileSync(agent, 'utf8');
+    fs.writeFileSync(agent, ASKING_AGENT);
+    let askedWorktree = '';
+    const questionRunsPane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) });
+    // The row of the run that asked, not of the run that answers it (same branch, completed).
+    const askedRunRow = questionRunsPane
+      .locator('.monaco-list-row', { hasText: 'feature/asks' })
+      .filter({ hasText: /needs input|answered/ })
+      .first();
+    const closeAsked = (): void => {
+      execFileSync(SLIPWAY_BIN, ['--repo', fx.repo, 'worktree', 'close', 'feature/asks'], { cwd: fx.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    };
+    try {
+      await check('a run that asks: the notification shows its question with Reply…, the runs item stands out as needing input', async () => {
+        await runCommand(page, 'Notifications: Clear All Notifications');
+        await runCommand(page, 'slipway: Run Agent in New Worktree');
+        await answerInput(page, 'Prompt for the run', 'tidy the code');
+        await answerInput(page, 'Branch for the run', 'feature/asks');
+        const main = page.locator(`${QUICK_INPUT} .monaco-list-row`, { hasText: 'main' }).first();
+        await main.waitFor({ state: 'visible', timeout: 20_000 });
+        await main.click();
+        const asked = toast(page, `asks: ${QUESTION}`);
+        await asked.waitFor({ state: 'visible', timeout: 60_000 });
+        const said = (await asked.innerText()).replace(/\s+/g, ' ');
+        assert(said.includes(`slipway: the agent on feature/asks asks: ${QUESTION} (1 commit so far)`), `the notification says: ${said}`);
+        const buttons = await asked.locator('.monaco-button').allInnerTexts();
+        assert(buttons.includes('Reply…'), `buttons: ${JSON.stringify(buttons)}`);
+        await shot(page, 'question-asked.png');
+        await poll('the runs item says needs input', async () =>
+          (await runsItem.innerText().catch(() => '')).includes('needs input') ? true : undefined,
+        );
+        const background = await runsItem.evaluate(
+          (el) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor,
+        );
+        assert(background !== 'rgba(0, 0, 0, 0)' && background !== 'transparent', `the runs item does not stand out: ${background}`);
+        await shot(page, 'question-status.png', page.locator('#workbench\\.parts\\.statusbar'));
+        // The Runs view says it in the same words, not the protocol's "needsInput".
+        await runCommand(page, 'slipway: Show Runs');
+        await poll('the Runs row says needs input', async () =>
+          (await askedRunRow.innerText().catch(() => '')).includes('needs input') ? true : undefined,
+        );
+        // The work so far is on the branch, in the worktree kept for the answer.
+        const list = fx.git(fx.repo, 'worktree', 'list', '--porcelain');
+        const m = /worktree (\S+)\nHEAD [0-9a-f]+\nbranch refs\/heads\/feature\/asks$/m.exec(list);
+        assert(m, `no worktree of feature/asks in:\n${list}`);
+        askedWorktree = m[1];
+        assert(fx.git(askedWorktree, 'log', '-1', '--format=%s') === 'agent: the work', 'the worktree lacks the work so far');
+      });
+
+      await check('Reply to Run: its input box shows the question; the answering run completes in the same worktree with the answer', async () => {
+        assert(askedWorktree !== '', 'no run asked');
+        // Dismissed, as a person might: the palette's Reply to Run still finds the run.
+        await runCommand(page, 'Notifications: Clear All Notifications');
+        await runCommand(page, 'slipway: Reply to Run');
+        const widget = page.locator(QUICK_INPUT);
+        await widget.locator('.quick-input-message', { hasText: QUESTION }).waitFor({ state: 'visible', timeout: 20_000 });
+        const input = widget.locator('.quick-input-box input');
+        await input.fill(ANSWER);
+        await shot(page, 'question-reply-box.png');
+        await input.press('Enter');
+        await widget.waitFor({ state: 'hidden' });
+        const done = toast(page, 'slipway: run completed on feature/asks: 1 commit');
+        await done.waitFor({ state: 'visible', timeout: 60_000 });
+        await shot(page, 'question-answered.png');
+        const subjects = fx.git(fx.repo, 'log', '-2', '--format=%s', 'feature/asks').split('\n');
+        assert(JSON.stringify(subjects) === JSON.stringify(['agent: as answered', 'agent: the work']), `feature/asks: ${JSON.stringify(subjects)}`);
+        const answered = fx.git(fx.repo, 'show', 'feature/asks:answer.txt');
+        assert(answered === ANSWER, `the agent was told ${JSON.stringify(answered)}`);
+        assert(fs.readFileSync(path.join(askedWorktree, 'answer.txt'), 'utf8') === `${ANSWER}\n`, 'the answer was not written in the same worktree');
+        const worktrees = fx.git(fx.repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l === 'branch refs/heads/feature/asks');
+        assert(worktrees.length === 1, `feature/asks has ${worktrees.length} worktrees`);
+        await poll('the runs item no longer says needs input', async () =>
+          !(await runsItem.innerText().catch(() => '')).includes('needs input') ? true : undefined,
+        );
+        // The item hides once nothing is left to show; shown, it stands out no more.
+        if (await runsItem.isVisible()) {
+          const after = await runsItem.evaluate(
+            (el) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(el).backgroundColor,
+          );
+          assert(after === 'rgba(0, 0, 0, 0)' || after === 'transparent', `the runs item still stands out: ${after}`);
+        }
+        await poll('the Runs row of the question says answered', async () =>
+          (await askedRunRow.innerText().catch(() => '')).includes('answered') ? true : undefined,
+        );
+        await shot(page, 'question-status-answered.png');
+        // Leave the repository as the checks after expect it: no worktree of the run.
+        closeAsked();
+        assert(!fs.existsSync(askedWorktree), 'the worktree of feature/asks is still there');
+        await runCommand(page, 'Notifications: Clear All Notifications');
+      });
+    } finally {
+      fs.writeFileSync(agent, agentBeforeQuestion);
+      // After a failure too: the checks after count the worktrees.
+      try {
+        if (fx.git(fx.repo, 'worktree', 'list', '--porcelain').includes('branch refs/heads/feature/asks')) {
+          closeAsked();
+        }
+      } catch (error) {
+        log(`closing feature/asks after a failure: ${String(error)}`);
+      }
+    }
+
     await check('an untrusted slipway.toml: a picker names its hook, Cancel is the active row, Trust approves it and the run goes', async () => {
       await runCommand(page, 'Notifications: Clear All Notifications');
       const marks = path.join(fx.dir, 'trust-marks');

@@ -281,7 +281,7 @@ export function needsInput(r: TrackedRun): boolean {
 }
 
 /** Whether `slipway.runs` lists a reply to `runId` that did not fail. */
-function answeredIn(infos: RunInfo[], runId: string): boolean {
+export function answeredIn(infos: RunInfo[], runId: string): boolean {
   return infos.some((i) => i.replyTo === runId && i.status !== 'failed' && i.status !== 'cancelled');
 }
 

@@ -540,6 +540,13 @@ const RUN_ICON: Record<string, string> = {
   failed: 'error',
   timedOut: 'watch',
   cancelled: 'circle-slash',
+  needsInput: 'question',
+};
+
+// People's words for the statuses that are protocol keys ("needsInput" read as a typo).
+const RUN_WORD: Record<string, string> = {
+  timedOut: 'timed out',
+  needsInput: 'needs input',
 };
 
 /** How long a run has gone: until now while it runs, else the sidecar's `elapsedSecs`. */
@@ -558,16 +565,19 @@ export function runElapsed(r: RunInfo, now: number): number | undefined {
 /**
  * A run row of the view: branch (or id), status, the latest step while it runs,
  * elapsed time and usage; everything else in the tooltip. `live` is a newer
- * activity than the one `slipway.runs` answered (from `slipway/runActivity`).
+ * activity than the one `slipway.runs` answered (from `slipway/runActivity`);
+ * `answered`: a run that asked has a reply, and waits no more.
  */
-export function runNodeView(r: RunInfo, now: number = Date.now() / 1000, live?: Activity): TreeItemView {
+export function runNodeView(r: RunInfo, now: number = Date.now() / 1000, live?: Activity, answered = false): TreeItemView {
   const started = epochSeconds(r.startedAt);
   const agent = nameOf(r.agent);
   const sandbox = nameOf(r.sandbox);
   const activity = live ?? r.activity ?? undefined;
   const running = r.status === 'running';
   const elapsed = runElapsed(r, now);
-  const parts = [r.status];
+  const asking = r.status === 'needsInput' && !answered;
+  const word = r.status === 'needsInput' && answered ? 'answered' : (RUN_WORD[r.status] ?? r.status);
+  const parts = [word];
   if (running && activity?.step) {
     parts.push(shortStep(activity.step));
   }
@@ -580,7 +590,10 @@ export function runNodeView(r: RunInfo, now: number = Date.now() / 1000, live?: 
     parts.push(relativeTime(started, now));
   }
   parts.push(...usageParts(activity));
-  const tip = [r.runId, `${r.status}, ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}`];
+  const tip = [r.runId, `${word}, ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}`];
+  if (r.question) {
+    tip.push(`${asking ? 'asks' : 'asked'}: ${r.question.text}`);
+  }
   if (elapsed !== undefined) {
     tip.push(`${running ? 'running for' : 'took'} ${formatElapsed(elapsed)}`);
   }
@@ -595,7 +608,7 @@ export function runNodeView(r: RunInfo, now: number = Date.now() / 1000, live?: 
     label: r.branch || r.runId,
     description: parts.join(' · '),
     tooltip: tip.join('\n'),
-    icon: RUN_ICON[r.status] ?? 'circle-outline',
+    icon: r.status === 'needsInput' && answered ? 'comment' : (RUN_ICON[r.status] ?? 'circle-outline'),
     contextValue: running ? 'slipway.run.running' : 'slipway.run',
   };
 }

@@ -28,11 +28,12 @@ import {
   toSlipwayError,
   type WorktreeStatus,
 } from './protocol';
+import { answeredIn } from './activity';
 import type { Sidecar } from './sidecar';
 
 export type WorktreeNode = { kind: 'worktree'; root: string; worktree: WorktreeStatus };
 export type FileNode = { kind: 'file'; root: string; worktree: WorktreeStatus; base: string; file: DiffFile };
-export type RunNode = { kind: 'run'; root: string; run: RunInfo };
+export type RunNode = { kind: 'run'; root: string; run: RunInfo; answered?: boolean };
 export type GroupNode = { kind: 'group'; root: string; group: GroupSummary };
 /** An attempt, with its group's other attempts (the "Diff Against Attempt…" picker offers them). */
 export type AttemptNode = { kind: 'attempt'; root: string; groupId: string; row: AttemptRow; rows: AttemptRow[] };
@@ -106,7 +107,7 @@ export class WorktreesProvider implements vscode.TreeDataProvider<ViewNode>, vsc
       case 'note':
         return noteItem(n);
       case 'run':
-        return item(runNodeView(n.run), vscode.TreeItemCollapsibleState.None);
+        return item(runNodeView(n.run, undefined, undefined, n.answered), vscode.TreeItemCollapsibleState.None);
     }
     return new vscode.TreeItem('');
   }
@@ -176,7 +177,7 @@ export class RunsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.D
       return new vscode.TreeItem('');
     }
     const live = n.run.status === 'running' ? this.sidecar.board.get(n.run.runId)?.activity : undefined;
-    const t = item(runNodeView(n.run, Date.now() / 1000, live), vscode.TreeItemCollapsibleState.None);
+    const t = item(runNodeView(n.run, Date.now() / 1000, live, n.answered), vscode.TreeItemCollapsibleState.None);
     t.id = `run:${n.run.runId}`;
     t.command = { command: 'slipway.showRunLog', title: 'Show Log', arguments: [n] };
     return t;
@@ -198,7 +199,7 @@ export class RunsProvider implements vscode.TreeDataProvider<ViewNode>, vscode.D
         const { runs } = await api.runs(r.root);
         this.sidecar.board.known(r.root, runs, Date.now() / 1000);
         for (const run of runs) {
-          const node: RunNode = { kind: 'run', root: r.root, run };
+          const node: RunNode = { kind: 'run', root: r.root, run, answered: answeredIn(runs, run.runId) };
           shown.set(run.runId, node);
           out.push(node);
         }

@@ -87,6 +87,31 @@ describe('the Slipway view rows', () => {
     assert.equal(done.contextValue, 'slipway.run');
   });
 
+  it('says a run that asks needs input, with its question in the tooltip, and answered once replied to', () => {
+    const asked: RunInfo = {
+      runId: 'run-7-q',
+      status: 'needsInput',
+      agent: 'command',
+      sandbox: 'none',
+      branch: 'feature/asks',
+      worktreePath: '/r/.slipway/worktrees/asks',
+      startedAt: 1000,
+      endedAt: 1010,
+      iterations: 1,
+      lastLine: null,
+      question: { text: 'Should I also update the docs?', reason: 'asked' },
+    };
+    const v = runNodeView(asked, 1000);
+    assert.equal(v.description, 'needs input · command · just now');
+    assert.equal(v.icon, 'question');
+    assert.match(v.tooltip, /asks: Should I also update the docs\?/);
+    const answered = runNodeView(asked, 1000, undefined, true);
+    assert.equal(answered.description, 'answered · command · just now');
+    assert.notEqual(answered.icon, 'question');
+    assert.match(answered.tooltip, /asked: Should I also update the docs\?/);
+    assert.equal(runNodeView({ ...asked, status: 'timedOut', question: undefined }, 1000).description, 'timed out · command · just now');
+  });
+
   it('reads run times in seconds, milliseconds or RFC 3339', () => {
     assert.equal(epochSeconds(1000), 1000);
     assert.equal(epochSeconds(1_700_000_000_000), 1_700_000_000);
