@@ -609,17 +609,9 @@ impl Drop for OwnEngine {
             self.root.display().to_string(),
             self.exec_root.display().to_string(),
         ];
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let cmdline = std::fs::read(entry.path().join("cmdline"))
-                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-                .unwrap_or_default();
-            if roots.iter().any(|r| cmdline.contains(r.as_str())) {
-                // SAFETY: kill has no memory preconditions; the pid is one of ours.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        for (pid, _) in roots.iter().flat_map(|r| processes_with(r)) {
+            // SAFETY: kill has no memory preconditions; the pid is one of ours.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
         // dockerd mounts its data root on itself and network namespaces
         // under its exec root; a killed one leaves them mounted.
@@ -738,10 +730,10 @@ fn ssh_world() -> (TestEnv, PathBuf, String, PathBuf) {
 }
 
 /// Processes whose command line holds `needle` (the forwards of this test's slipway).
-fn processes_with(needle: &str) -> Vec<(u32, String)> {
+fn processes_with(needle: &str) -> Vec<(i32, String)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
         let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
@@ -846,7 +838,8 @@ fn an_ssh_engine_with_an_unknown_host_key_is_unreachable_and_says_why() {
 }
 
 /// A slipway killed with -9 while its run uses an `ssh://` engine leaves no
-/// forward behind: the `ssh` it started goes with it.
+/// forward behind: the `ssh` it started goes with it, and the next slipway
+/// removes the folder it left.
 #[test]
 fn a_killed_slipway_takes_its_ssh_forward_with_it() {
     let (env, repo, _, tmp) = ssh_world();
@@ -866,4 +859,9 @@ fn a_killed_slipway_takes_its_ssh_forward_with_it() {
         docker(None, &["rm", "-f", &container]);
     }
     assert!(gone, "forwards left: {:?}", processes_with(&needle));
+    // Its folder stayed; the next slipway to use an ssh engine removes it.
+    let folders = || std::fs::read_dir(&tmp).expect("tmp").flatten().count();
+    assert_eq!(folders(), 1, "the killed slipway's folder");
+    assert_eq!(engines_json(&env, &repo)[0]["reachable"], true);
+    assert_eq!(folders(), 0, "a dead slipway's folder was left");
 }

@@ -571,20 +571,17 @@ fn interactive_command_line_reaches_the_model(agent: &str) {
     pty.kill();
 }
 
-/// A token budget below what the model's first reply uses stops the real
-/// agent once it reported that reply, after its tool call committed: the
-/// commit is kept on the run's branch.
-#[test]
-fn a_token_budget_stops_the_real_agent_and_keeps_its_commit() {
-    let world = AgentWorld::new("opencode", Script::EditAndCommit);
+/// A branch run of `world` with the budget `flag value`: it must be stopped by
+/// that budget (`kind`), its tool call's commit kept on `branch`. Its result.
+fn run_past_budget(world: &AgentWorld, branch: &str, flag: &str, value: &str, kind: &str) -> Value {
     let (result, error) = world.run(
         &[
             "--strategy",
             "branch",
             "--branch",
-            "agent/budget",
-            "--max-tokens",
-            "100",
+            branch,
+            flag,
+            value,
             "--prompt",
             PROMPT,
         ],
@@ -597,17 +594,27 @@ fn a_token_budget_stops_the_real_agent_and_keeps_its_commit() {
         "{result}\n{log}"
     );
     assert_eq!(result["status"], "timedOut", "{result}");
-    assert_eq!(result["budget"]["budget"], "tokens", "{result}");
-    assert_eq!(
-        result["budget"]["used"], 112.0,
-        "the first reply's usage: {result}"
-    );
+    assert_eq!(result["budget"]["budget"], kind, "{result}");
     assert_eq!(commit_shas(&result).len(), 1, "{result}\n{log}");
     assert_eq!(
         world
             .env
-            .git(&world.repo, &["log", "-1", "--format=%s", "agent/budget"]),
+            .git(&world.repo, &["log", "-1", "--format=%s", branch]),
         "agent: hello 1"
+    );
+    result
+}
+
+/// A token budget below what the model's first reply uses stops the real
+/// agent once it reported that reply, after its tool call committed: the
+/// commit is kept on the run's branch.
+#[test]
+fn a_token_budget_stops_the_real_agent_and_keeps_its_commit() {
+    let world = AgentWorld::new("opencode", Script::EditAndCommit);
+    let result = run_past_budget(&world, "agent/budget", "--max-tokens", "100", "tokens");
+    assert_eq!(
+        result["budget"]["used"], 112.0,
+        "the first reply's usage: {result}"
     );
 }
 
@@ -624,26 +631,7 @@ fn a_cost_budget_stops_codex_at_the_users_price_and_keeps_its_commit() {
         "[prices.codex]\ninput = 10000\ncached_input = 1000\noutput = 100000\n",
     )
     .expect("config.toml");
-    let (result, error) = world.run(
-        &[
-            "--strategy",
-            "branch",
-            "--branch",
-            "agent/cost",
-            "--max-cost",
-            "1",
-            "--prompt",
-            PROMPT,
-        ],
-        RUN_LIMIT,
-    );
-    let log = AgentWorld::log_of(&result);
-    assert_eq!(
-        error.map(|e| e["kind"].clone()),
-        Some(json!("budgetReached")),
-        "{result}\n{log}"
-    );
-    assert_eq!(result["budget"]["budget"], "cost", "{result}");
+    let result = run_past_budget(&world, "agent/cost", "--max-cost", "1", "cost");
     let usage = &result["usage"];
     assert_eq!(usage["costPriced"], true, "{result}");
     let count = |key: &str| {
@@ -664,13 +652,6 @@ fn a_cost_budget_stops_codex_at_the_users_price_and_keeps_its_commit() {
         "used {used}, priced {priced}: {result}"
     );
     assert!(used >= 1.0, "{result}");
-    assert_eq!(commit_shas(&result).len(), 1, "{result}\n{log}");
-    assert_eq!(
-        world
-            .env
-            .git(&world.repo, &["log", "-1", "--format=%s", "agent/cost"]),
-        "agent: hello 1"
-    );
 }
 
 /// A model that never answers: the idle timeout stops the real agent, the run

@@ -150,19 +150,21 @@ pub fn run_cli(
             return;
         }
         match (event, &sink_spinner) {
-            (RunEvent::Output { line }, Some(pb)) => pb.println(format!("  │ {}", say::line(line))),
+            (RunEvent::Output { line }, Some(pb)) => {
+                pb.println(format!("  │ {}", slipway_core::shown::line(line)))
+            }
             (RunEvent::Output { line }, None) => stderrln!("  │ {line}"),
             // The spinner's line is the current step: the latest phase, or
             // what the agent is doing now, with its tokens and cost so far.
             (RunEvent::Activity { activity }, Some(pb)) => {
                 let summary = activity.summary();
                 if !summary.is_empty() {
-                    pb.set_message(say::line(&summary));
+                    pb.set_message(slipway_core::shown::line(&summary));
                 }
             }
             (other, Some(pb)) => {
                 if let Some(text) = other.describe() {
-                    pb.set_message(say::line(&text));
+                    pb.set_message(slipway_core::shown::line(&text));
                 }
             }
             (RunEvent::Phase { .. }, None) => {

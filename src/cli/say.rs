@@ -51,11 +51,6 @@ fn write_clean(out: &mut impl Write, text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// `text` as one line for the progress spinner, cleaned.
-pub fn line(text: &str) -> String {
-    slipway_core::shown::line(text)
-}
-
 /// A JSON document for a terminal: the characters JSON leaves as they are but
 /// a terminal obeys or reorders (DEL, the C1 controls, bidirectional
 /// overrides) become `\uXXXX` escapes, which mean the same string to any
@@ -63,7 +58,7 @@ pub fn line(text: &str) -> String {
 pub fn json_for_terminal(doc: &str) -> String {
     let mut out = String::with_capacity(doc.len());
     for c in doc.chars() {
-        if matches!(c, '\u{7f}'..='\u{9f}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
+        if matches!(c, '\u{7f}'..='\u{9f}') || slipway_core::shown::reorders(c) {
             out.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
             out.push(c);

@@ -1225,41 +1225,29 @@ fn responses(
                     json!({"type": "response.content_part.done", "item_id": item["id"], "output_index": index, "content_index": 0, "part": item["content"][0]}),
                 )?;
             }
-            Some("function_call") => {
-                opening["arguments"] = json!("");
+            Some(kind @ ("function_call" | "custom_tool_call")) => {
+                // Both stream their payload the same way: a function's JSON
+                // `arguments`, a custom (freeform) tool's raw `input`.
+                let (field, event) = if kind == "function_call" {
+                    ("arguments", "function_call_arguments")
+                } else {
+                    ("input", "custom_tool_call_input")
+                };
+                opening[field] = json!("");
                 ev(
                     reply,
                     json!({"type": "response.output_item.added", "output_index": index, "item": opening}),
                 )?;
-                let args = item["arguments"].as_str().unwrap_or("");
-                for delta in halves(args) {
+                let payload = item[field].as_str().unwrap_or("");
+                for delta in halves(payload) {
                     ev(
                         reply,
-                        json!({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index, "delta": delta}),
+                        json!({"type": format!("response.{event}.delta"), "item_id": item["id"], "output_index": index, "delta": delta}),
                     )?;
                 }
-                ev(
-                    reply,
-                    json!({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": index, "arguments": args}),
-                )?;
-            }
-            Some("custom_tool_call") => {
-                opening["input"] = json!("");
-                ev(
-                    reply,
-                    json!({"type": "response.output_item.added", "output_index": index, "item": opening}),
-                )?;
-                let input = item["input"].as_str().unwrap_or("");
-                for delta in halves(input) {
-                    ev(
-                        reply,
-                        json!({"type": "response.custom_tool_call_input.delta", "item_id": item["id"], "output_index": index, "delta": delta}),
-                    )?;
-                }
-                ev(
-                    reply,
-                    json!({"type": "response.custom_tool_call_input.done", "item_id": item["id"], "output_index": index, "input": input}),
-                )?;
+                let mut done = json!({"type": format!("response.{event}.done"), "item_id": item["id"], "output_index": index});
+                done[field] = json!(payload);
+                ev(reply, done)?;
             }
             _ => {
                 ev(

@@ -30,7 +30,7 @@ pub fn owned_line(text: String) -> String {
 }
 
 /// Whether `c` reorders the text around it when shown.
-fn reorders(c: char) -> bool {
+pub fn reorders(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 

@@ -171,6 +171,7 @@ impl PrivateDir {
     fn new() -> std::io::Result<PrivateDir> {
         use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
+        remove_left_by_the_dead(&base);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -188,6 +189,41 @@ impl PrivateDir {
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+}
+
+/// Removes the folders of forwards whose slipway died without dropping them
+/// (killed with -9: its `ssh` went with it, the folder stayed). Only ours:
+/// named `slipway-ssh-<pid>-…`, owned by this user, and that pid gone.
+fn remove_left_by_the_dead(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("slipway-ssh-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // A link or someone else's folder is left alone.
+        let ours =
+            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        // SAFETY: kill with signal 0 only asks whether the pid exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if ours
+            && gone
+            && let Err(e) = std::fs::remove_dir_all(entry.path())
+        {
+            tracing::warn!("cannot remove {}: {e}", entry.path().display());
         }
     }
 }
