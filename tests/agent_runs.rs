@@ -81,6 +81,12 @@ fn a_claude_code_run_captures_its_session_and_a_second_run_resumes_it() {
         ],
     );
     assert_eq!(first["sessionId"], "11111111-2222-3333-4444-555555555555");
+    // `slipway runs --json` names it too: what a script resumes from.
+    let runs = env.slipway_json(&repo, &["runs"]);
+    assert_eq!(
+        runs["runs"][0]["sessionId"], "11111111-2222-3333-4444-555555555555",
+        "{runs}"
+    );
     assert_eq!(first["usage"]["inputTokens"], 10);
     assert_eq!(first["usage"]["outputTokens"], 5);
     assert_eq!(first["completionSignal"], "<promise>COMPLETE</promise>");

@@ -617,6 +617,8 @@ export interface RunInfo {
   question?: Question;
   /** The run whose question it answers. */
   replyTo?: string;
+  /** The agent's session once the run ended and its agent named one; absent from an older sidecar. */
+  sessionId?: string | null;
 }
 
 export interface RunsResult {

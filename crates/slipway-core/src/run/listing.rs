@@ -52,6 +52,9 @@ pub struct RunEntry {
     /// The run whose question it answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<crate::ids::RunId>,
+    /// The agent's session, once the run ended and its agent named one: what
+    /// `--resume` (or a reply) continues.
+    pub session_id: Option<String>,
 }
 
 /// Every run of the repository, newest first. A record whose process died
@@ -86,6 +89,7 @@ fn entry(slipway_dir: &Path, r: RunRecord) -> RunEntry {
         iterations: r.result.as_ref().map_or(0, |res| res.iterations),
         question: r.result.as_ref().and_then(|res| res.question.clone()),
         reply_to: r.reply_to.clone(),
+        session_id: r.result.as_ref().and_then(|res| res.session_id.clone()),
         status,
         agent: r.agent,
         sandbox: r.sandbox,
