@@ -106,6 +106,27 @@ H.test('trust: a file that changes after it was shown is shown again, and nothin
   H.eq(#vim.fn.glob(trust_dir .. '/*', true, true), approvals, 'nothing was approved')
 end)
 
+H.test(
+  'trust: a hook written to read backwards reaches the picker with U+FFFD, not its reordering character',
+  function()
+    local repo = H.repo()
+    -- "true # <U+202E>gnp.tixe" would read "true # exit.png" in a picker that
+    -- draws it as it is (fzf-lua and telescope hand rows to other renderers).
+    H.commit_file(
+      repo,
+      'slipway.toml',
+      'version = 2\n[hooks.host]\non_worktree_ready = ["true # \226\128\174gnp.tixe"]\n',
+      'a hook'
+    )
+    vim.cmd.cd(repo)
+    H.script_select({ { kind = 'slipway.trust', choose = 'Cancel' } })
+    H.ok(not H.slipway('run', run_args()), 'cancelled')
+    local asked = H.picker('slipway.trust')
+    H.contains(asked.prompt, 'true # \239\191\189gnp.tixe', 'the prompt shows U+FFFD where the override was')
+    H.not_contains(asked.prompt, '\226\128\174', 'and not the override itself')
+  end
+)
+
 H.test('review: files that run programs are flagged as warnings', function()
   local repo = H.repo()
   vim.cmd.cd(repo)

@@ -1078,7 +1078,12 @@ async function main(): Promise<void> {
       const marks = path.join(fx.dir, 'trust-marks');
       fs.mkdirSync(marks, { recursive: true });
       const config = path.join(fx.repo, 'slipway.toml');
-      fs.writeFileSync(config, `version = 2\n[hooks.host]\non_worktree_ready = ["touch ${path.join(marks, 'hook-ran')}"]\n`);
+      // The second hook is harmless but written to read backwards: a right-to-left
+      // override would show it as "true # exit.png" if the picker drew it as it is.
+      fs.writeFileSync(
+        config,
+        `version = 2\n[hooks.host]\non_worktree_ready = ["touch ${path.join(marks, 'hook-ran')}", "true # \u202Egnp.tixe"]\n`,
+      );
       const widget = page.locator(QUICK_INPUT);
       const start = async (): Promise<void> => {
         await runCommand(page, 'slipway: Run Agent in New Worktree');
@@ -1091,6 +1096,10 @@ async function main(): Promise<void> {
       const rows = (await widget.locator('.monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
       log(`trust rows: ${JSON.stringify(rows)}`);
       assert(rows.some((r) => r.includes(`runs: touch ${path.join(marks, 'hook-ran')}`)), `the picker does not name the hook: ${JSON.stringify(rows)}`);
+      assert(
+        rows.some((r) => r.includes('runs: true # \uFFFDgnp.tixe')) && !rows.some((r) => r.includes('\u202E')),
+        `the picker draws the reordering character of slipway.toml instead of U+FFFD: ${JSON.stringify(rows)}`,
+      );
       const active = (await widget.locator('.monaco-list-row.focused').first().innerText()).trim();
       assert(active.includes('Cancel'), `the active (default) row is ${JSON.stringify(active)}, not Cancel`);
       await shot(page, 'trust-picker.png');

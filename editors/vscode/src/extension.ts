@@ -53,6 +53,8 @@ import {
   type WorktreeStatus,
   type WorktreeStrategy,
 } from './protocol';
+import * as say from './say';
+import { shown, shownItems, shownLines } from './shown';
 import { userSetting } from './settings';
 import { Sidecar } from './sidecar';
 import {
@@ -70,6 +72,11 @@ import {
 type OpenHow = 'newWindow' | 'thisWindow' | 'addToWorkspace';
 
 class Cancelled extends Error {}
+
+/** `vscode.window.showQuickPick` with its rows and title shown safely (they name branches and files). */
+function pick<T extends vscode.QuickPickItem>(items: readonly T[], options: vscode.QuickPickOptions = {}): Thenable<T | undefined> {
+  return vscode.window.showQuickPick(shownItems(items), { ...options, title: options.title === undefined ? undefined : shown(options.title) });
+}
 
 class Extension implements vscode.Disposable {
   private readonly sidecar: Sidecar;
@@ -222,8 +229,8 @@ class Extension implements vscode.Disposable {
   private render(): void {
     const status = this.sidecar.status;
     this.view = statusView(status, { paths: this.contextPaths(), focus: this.focus });
-    this.item.text = this.sidecar.api ? this.view.text : '$(error) slipway';
-    this.item.tooltip = this.sidecar.api ? this.view.tooltip : 'slipway: the sidecar is not running (click for details)';
+    this.item.text = this.sidecar.api ? shown(this.view.text) : '$(error) slipway';
+    this.item.tooltip = this.sidecar.api ? shownLines(this.view.tooltip) : 'slipway: the sidecar is not running (click for details)';
     this.item.backgroundColor =
       this.view.warning || !this.sidecar.api ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     const repos = status?.repositories ?? [];
@@ -237,7 +244,7 @@ class Extension implements vscode.Disposable {
       [this.discardItem, 'Discard', 'slipway.discardWorktree'],
     ] as const) {
       if (current) {
-        item.tooltip = `slipway: ${verb} ${current.branch}`;
+        item.tooltip = shown(`slipway: ${verb} ${current.branch}`);
         // On this worktree, not a picker of every one.
         item.command = { command, title: `${verb} ${current.branch}`, arguments: [vscode.Uri.file(current.path)] };
         item.show();
@@ -255,8 +262,8 @@ class Extension implements vscode.Disposable {
       this.runsItem.hide();
       return;
     }
-    this.runsItem.text = v.text;
-    this.runsItem.tooltip = v.tooltip;
+    this.runsItem.text = shown(v.text);
+    this.runsItem.tooltip = shownLines(v.tooltip);
     // A run waiting for an answer stands out.
     this.runsItem.backgroundColor = v.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     this.runsItem.show();
@@ -307,7 +314,7 @@ class Extension implements vscode.Disposable {
       const e = toSlipwayError(error);
       const message = e ? e.message : error instanceof Error ? error.message : String(error);
       const actions = e?.data?.worktreePath ? ['Open Worktree'] : [];
-      const choice = await vscode.window.showErrorMessage(`slipway: ${message}`, ...actions);
+      const choice = await say.error(`slipway: ${message}`, ...actions);
       if (choice === 'Open Worktree' && e?.data?.worktreePath) {
         await this.open(e.data.worktreePath);
       }
@@ -327,7 +334,7 @@ class Extension implements vscode.Disposable {
   private names(): Vocabularies {
     const names = this.sidecar.vocabularies;
     if (names === undefined) {
-      void vscode.window.showErrorMessage('slipway: the sidecar does not say which names it accepts; update the slipway binary.');
+      void say.error('slipway: the sidecar does not say which names it accepts; update the slipway binary.');
       throw new Cancelled();
     }
     return names;
@@ -355,7 +362,7 @@ class Extension implements vscode.Disposable {
 
   private agent(): Agent {
     if (this.agentSettings().type === '') {
-      void vscode.window.showErrorMessage('slipway: an interactive agent needs slipway.agent.type (e.g. claude-code).', 'Open Settings').then((choice) => {
+      void say.error('slipway: an interactive agent needs slipway.agent.type (e.g. claude-code).', 'Open Settings').then((choice) => {
         if (choice) {
           void vscode.commands.executeCommand('workbench.action.openSettings', 'slipway.agent');
         }
@@ -364,7 +371,7 @@ class Extension implements vscode.Disposable {
     }
     const built = agentFromSettings(this.agentSettings(), this.names().agents);
     if ('error' in built) {
-      void vscode.window.showErrorMessage(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
+      void say.error(`slipway: ${built.error}`, 'Open Settings').then((choice) => {
         if (choice) {
           void vscode.commands.executeCommand('workbench.action.openSettings', 'slipway.agent');
         }
@@ -378,7 +385,7 @@ class Extension implements vscode.Disposable {
   private sandbox(): Sandbox | undefined {
     const built = sandboxFromSettings(userSetting('sandbox.type', ''), userSetting('sandbox.image', ''), this.names().sandboxes);
     if ('error' in built) {
-      void vscode.window.showErrorMessage(`slipway: ${built.error}`);
+      void say.error(`slipway: ${built.error}`);
       throw new Cancelled();
     }
     return built.sandbox;
@@ -394,7 +401,7 @@ class Extension implements vscode.Disposable {
   /** A status bar message for a few seconds; the previous one goes. */
   private flash(text: string): void {
     this.transient?.dispose();
-    this.transient = vscode.window.setStatusBarMessage(text, 5000);
+    this.transient = vscode.window.setStatusBarMessage(shown(text), 5000);
   }
 
   /** The folder to name as `root`: the argument's, the active editor's, the only folder, or a pick. */
@@ -405,7 +412,7 @@ class Extension implements vscode.Disposable {
     }
     const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file');
     if (folders.length === 0) {
-      void vscode.window.showErrorMessage('slipway: open a folder inside a git repository first.');
+      void say.error('slipway: open a folder inside a git repository first.');
       throw new Cancelled();
     }
     const doc = vscode.window.activeTextEditor?.document.uri;
@@ -455,7 +462,7 @@ class Extension implements vscode.Disposable {
     qp.matchOnDescription = true;
     qp.matchOnDetail = true;
     qp.ignoreFocusOut = step !== undefined;
-    qp.items = items;
+    qp.items = shownItems(items);
     return new Promise<string | undefined>((resolve) => {
       let done = false;
       qp.onDidAccept(() => {
@@ -497,12 +504,12 @@ class Extension implements vscode.Disposable {
   private async pickWorkspace(): Promise<WorkspaceInfo> {
     const { workspaces } = await this.api().workspaces();
     if (workspaces.length === 0) {
-      void vscode.window.showInformationMessage(
+      void say.info(
         'slipway: no workspaces yet. Create one with `slipway workspace create NAME --mount SRC:DST …`.',
       );
       throw new Cancelled();
     }
-    const picked = await vscode.window.showQuickPick(workspaceItems(workspaces), {
+    const picked = await pick(workspaceItems(workspaces), {
       title: 'Run the agent on workspace',
       matchOnDescription: true,
       matchOnDetail: true,
@@ -511,7 +518,7 @@ class Extension implements vscode.Disposable {
       throw new Cancelled();
     }
     if (picked.workspace.error !== undefined) {
-      void vscode.window.showErrorMessage(`slipway: workspace ${picked.workspace.name} cannot be read: ${picked.workspace.error}`);
+      void say.error(`slipway: workspace ${picked.workspace.name} cannot be read: ${picked.workspace.error}`);
       throw new Cancelled();
     }
     return picked.workspace;
@@ -535,11 +542,11 @@ class Extension implements vscode.Disposable {
     qp.placeholder = view.placeholder;
     qp.ignoreFocusOut = true;
     qp.matchOnDescription = true;
-    qp.items = view.rows.map((r) =>
+    qp.items = shownItems(view.rows.map((r) =>
       r.type === 'separator'
         ? { label: r.label, kind: vscode.QuickPickItemKind.Separator }
         : { label: r.label, description: r.description, detail: r.detail, answer: r.answer },
-    );
+    ));
     // Cancel is the first row, the active one: Enter (and Escape) run nothing.
     const answer = await new Promise<'cancel' | 'trust'>((resolve) => {
       let done = false;
@@ -560,7 +567,7 @@ class Extension implements vscode.Disposable {
       qp.show();
     });
     if (answer !== 'trust') {
-      void vscode.window.showInformationMessage('slipway: not trusted; nothing was done.');
+      void say.info('slipway: not trusted; nothing was done.');
       return false;
     }
     return true;
@@ -634,12 +641,12 @@ class Extension implements vscode.Disposable {
   private async pickWorktree(title: string, list?: WorktreeStatus[]): Promise<WorktreeStatus> {
     const worktrees = list ?? (await this.worktrees());
     if (worktrees.length === 0) {
-      void vscode.window.showInformationMessage('slipway: no worktrees yet. Run "slipway: New Worktree".');
+      void say.info('slipway: no worktrees yet. Run "slipway: New Worktree".');
       throw new Cancelled();
     }
     const current = this.view.current?.path;
     const entries = worktreeItems(worktrees).sort((a, b) => Number(b.worktree.path === current) - Number(a.worktree.path === current));
-    const picked = await vscode.window.showQuickPick(
+    const picked = await pick(
       entries.map((e) => ({ ...e, description: e.worktree.path === current ? `current · ${e.description}` : e.description })),
       { title, matchOnDescription: true, matchOnDetail: true },
     );
@@ -680,7 +687,7 @@ class Extension implements vscode.Disposable {
       if (setting === 'newWindow' || setting === 'thisWindow' || setting === 'addToWorkspace') {
         choice = setting;
       } else {
-        const picked = await vscode.window.showQuickPick(
+        const picked = await pick(
           [
             { label: '$(empty-window) Open in New Window', how: 'newWindow' as const },
             { label: '$(window) Open in This Window', how: 'thisWindow' as const },
@@ -743,8 +750,8 @@ class Extension implements vscode.Disposable {
     await this.remember(created.path, created.interactiveCommand);
     await this.setFocus(created.path);
     const notes = created.notes.length > 0 ? ` (${created.notes.join('; ')})` : '';
-    void vscode.window
-      .showInformationMessage(
+    void say
+      .info(
         `slipway: worktree ${created.branch} ${created.reused ? 're-used' : 'created'} from ${created.sourceLabel} at ${created.path}${notes}`,
         'Open in New Window',
         'Open Here',
@@ -771,7 +778,7 @@ class Extension implements vscode.Disposable {
     const all = this.context.workspaceState.get<Record<string, string>>('slipway.pickedSource', {});
     all[root] = ref;
     await this.context.workspaceState.update('slipway.pickedSource', all);
-    const choice = await vscode.window.showInformationMessage(
+    const choice = await say.info(
       `slipway: new branches start from ${resolved.label} (${resolved.commit.slice(0, 10)}) until you pick again.`,
       'Use the Setting Again',
     );
@@ -793,7 +800,7 @@ class Extension implements vscode.Disposable {
     // nothing is created and no branch lock is taken.
     const command: InteractiveCommand | undefined = (await this.api().status(w.path, agent)).interactiveCommand;
     if (command === undefined || command.argv.length === 0) {
-      void vscode.window.showErrorMessage(`slipway: no interactive command is known for ${w.branch}.`);
+      void say.error(`slipway: no interactive command is known for ${w.branch}.`);
       return;
     }
     await this.setFocus(w.path);
@@ -910,7 +917,7 @@ class Extension implements vscode.Disposable {
     const workspace = typeof arg === 'string' ? await this.workspaceNamed(arg) : await this.pickWorkspace();
     // Which repository the run uses is the sidecar's decision: the request names none.
     if (!workspace.repository) {
-      void vscode.window.showErrorMessage(`slipway: workspace ${workspace.name} has no mount that is a git repository.`);
+      void say.error(`slipway: workspace ${workspace.name} has no mount that is a git repository.`);
       return;
     }
     const agent = this.runAgent();
@@ -939,7 +946,7 @@ class Extension implements vscode.Disposable {
   private async workspaceNamed(name: string): Promise<WorkspaceInfo> {
     const found = (await this.api().workspaces()).workspaces.find((w) => w.name === name);
     if (found === undefined) {
-      void vscode.window.showErrorMessage(`slipway: no workspace named ${name}.`);
+      void say.error(`slipway: no workspace named ${name}.`);
       throw new Cancelled();
     }
     return found;
@@ -956,13 +963,13 @@ class Extension implements vscode.Disposable {
     if (answer.removed) {
       this.removeFolder(answer.path);
       const kept = answer.branchKept ? ` ${answer.branchKept}` : '';
-      void vscode.window.showInformationMessage(`slipway: worktree ${answer.branch} removed.${kept}`);
+      void say.info(`slipway: worktree ${answer.branch} removed.${kept}`);
       return;
     }
     const view = closePreservedView(answer);
     const force = 'Remove Anyway (Lose Changes)';
     // The safe choice comes first (it is the dialog's default button).
-    const choice = await vscode.window.showWarningMessage(view.message, { modal: true, detail: view.detail }, 'Open Worktree', force);
+    const choice = await say.warn(view.message, { modal: true, detail: view.detail }, 'Open Worktree', force);
     if (choice === 'Open Worktree') {
       await this.open(answer.preservedPath, undefined, answer.branch);
     } else if (choice === force) {
@@ -970,7 +977,7 @@ class Extension implements vscode.Disposable {
       if (forced.removed) {
         this.removeFolder(forced.path);
         const kept = forced.branchKept ? ` ${forced.branchKept}` : '';
-        void vscode.window.showInformationMessage(`slipway: worktree ${forced.branch} removed; its uncommitted changes are gone.${kept}`);
+        void say.info(`slipway: worktree ${forced.branch} removed; its uncommitted changes are gone.${kept}`);
       }
     }
   }
@@ -990,10 +997,10 @@ class Extension implements vscode.Disposable {
     let target = typeof arg === 'string' ? runs.find((r) => r.runId === arg) : undefined;
     if (target === undefined) {
       if (runs.length === 0) {
-        void vscode.window.showInformationMessage('slipway: no run in progress.');
+        void say.info('slipway: no run in progress.');
         return;
       }
-      const picked = await vscode.window.showQuickPick(
+      const picked = await pick(
         runs.map((r) => ({ label: `$(sync~spin) ${r.branch ?? '(starting)'}`, description: r.runId, detail: r.worktreePath ?? r.root, run: r })),
         { title: 'Cancel run' },
       );
@@ -1011,7 +1018,7 @@ class Extension implements vscode.Disposable {
    * waiting, else picked), then an input box showing its question; a new run resumes
    * its session with the answer.
    */
-  private async reply(arg: unknown, known?: { runId: string; root: string; question?: string }): Promise<void> {
+  private async reply(arg: unknown, known?: { runId: string; root: string; question?: string; branch?: string | null }): Promise<void> {
     let target = known;
     if (target === undefined) {
       const root = this.view.repository?.root;
@@ -1023,10 +1030,10 @@ class Extension implements vscode.Disposable {
       if (named !== undefined || waiting.length === 1) {
         target = named ?? waiting[0];
       } else if (waiting.length === 0) {
-        void vscode.window.showInformationMessage('slipway: no run is waiting for input.');
+        void say.info('slipway: no run is waiting for input.');
         return;
       } else {
-        const picked = await vscode.window.showQuickPick(
+        const picked = await pick(
           waiting.map((r) => ({ label: `$(question) ${r.branch ?? r.runId}`, description: r.runId, detail: r.question, run: r })),
           { title: 'Reply to run' },
         );
@@ -1037,8 +1044,9 @@ class Extension implements vscode.Disposable {
       }
     }
     const answer = await vscode.window.showInputBox({
-      title: `slipway: reply to ${target.runId}`,
-      prompt: target.question ?? 'The agent asks for input',
+      // The branch is what the user knows the run by; the run id stays in the flash after.
+      title: shown(`slipway: reply to the agent on ${target.branch ?? target.runId}`),
+      prompt: shownLines(target.question ?? 'The agent asks for input'),
       placeHolder: 'Your answer',
       ignoreFocusOut: true,
       validateInput: (v) => (v.trim() === '' ? 'Give the answer to send to the agent' : undefined),
@@ -1070,7 +1078,7 @@ class Extension implements vscode.Disposable {
       const runId = w.runId;
       actions.push({ label: '$(debug-stop) Cancel Run', run: () => this.cancelRun(runId) });
     }
-    const picked = await vscode.window.showQuickPick(actions, { title: `${w.branch} — ${w.path}` });
+    const picked = await pick(actions, { title: `${w.branch} — ${w.path}` });
     await picked?.run();
   }
 
@@ -1080,11 +1088,11 @@ class Extension implements vscode.Disposable {
     this.transient = undefined;
     const sensitive = sensitiveView(p.sensitiveChanges, `the run${p.branch ? ` on ${p.branch}` : ''}`);
     if (sensitive !== undefined) {
-      void vscode.window.showWarningMessage(sensitive.message, { detail: sensitive.detail });
+      void say.warn(sensitive.message, { detail: sensitive.detail });
     }
     const quarantine = quarantineView(p);
     if (quarantine !== undefined) {
-      void vscode.window.showWarningMessage(quarantine.message, { detail: quarantine.detail }, 'Show Log').then((choice) => {
+      void say.warn(quarantine.message, { detail: quarantine.detail }, 'Show Log').then((choice) => {
         if (choice === 'Show Log') {
           void this.guard(() => this.showRunLog(p.runId, p.root, p.logFile), []);
         }
@@ -1093,17 +1101,17 @@ class Extension implements vscode.Disposable {
     const view = runFinishedView(p);
     const show =
       view.severity === 'info'
-        ? vscode.window.showInformationMessage
+        ? say.info
         : view.severity === 'warning'
-          ? vscode.window.showWarningMessage
-          : vscode.window.showErrorMessage;
+          ? say.warn
+          : say.error;
     const shown = show(view.message, ...view.actions);
     void this.confirmShown(p.runId);
     const choice = await shown;
     await this.guard(async () => {
       const target = p.actions?.find((a) => a.worktree)?.worktree ?? p.branch;
       if (choice === 'Reply…') {
-        await this.reply(undefined, { runId: p.runId, root: p.root, question: p.question?.text });
+        await this.reply(undefined, { runId: p.runId, root: p.root, question: p.question?.text, branch: p.branch });
       } else if (choice === 'Open' && p.preservedWorktreePath) {
         await this.open(p.preservedWorktreePath, undefined, p.branch);
       } else if (choice === 'Review') {
@@ -1144,12 +1152,12 @@ class Extension implements vscode.Disposable {
 
   private async openDiff(arg: unknown): Promise<void> {
     if (!isNode(arg) || (arg.kind !== 'file' && arg.kind !== 'attemptFile')) {
-      void vscode.window.showInformationMessage('slipway: pick a changed file in the Slipway view.');
+      void say.info('slipway: pick a changed file in the Slipway view.');
       return;
     }
     const folder = arg.kind === 'file' ? arg.worktree.path : arg.worktreePath;
     if (arg.file.binary) {
-      void vscode.window.showInformationMessage(`slipway: ${arg.file.path} is binary; opening the worktree's file.`);
+      void say.info(`slipway: ${arg.file.path} is binary; opening the worktree's file.`);
       if (arg.file.status !== 'deleted' && folder !== undefined) {
         await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(`${folder}/${arg.file.path}`));
       }
@@ -1172,10 +1180,10 @@ class Extension implements vscode.Disposable {
   private async landSelector(root: string, worktree: string, branch: string): Promise<void> {
     const modes = this.names().landModes;
     if (modes.length === 0) {
-      void vscode.window.showErrorMessage('slipway: this sidecar names no land modes (landModes); update the slipway binary.');
+      void say.error('slipway: this sidecar names no land modes (landModes); update the slipway binary.');
       return;
     }
-    const picked = await vscode.window.showQuickPick(landModeItems(modes, branch, "the host's current branch"), {
+    const picked = await pick(landModeItems(modes, branch, "the host's current branch"), {
       title: `Land ${branch}`,
       placeHolder: 'How the branch comes into the host branch',
     });
@@ -1184,7 +1192,7 @@ class Extension implements vscode.Disposable {
     }
     const answer = await this.api().land({ root, worktree, how: picked.how });
     // The work is home: discarding it now loses nothing, so it asks nothing.
-    const choice = await vscode.window.showInformationMessage(landedMessage(branch, answer), 'Discard Worktree');
+    const choice = await say.info(landedMessage(branch, answer), 'Discard Worktree');
     if (choice) {
       await this.discardSelector(root, worktree);
     }
@@ -1206,7 +1214,7 @@ class Extension implements vscode.Disposable {
     const risk = discardRiskView(preview);
     let force = false;
     if (risk !== undefined) {
-      const choice = await vscode.window.showWarningMessage(risk.message, { modal: true, detail: risk.detail }, risk.keep, risk.lose);
+      const choice = await say.warn(risk.message, { modal: true, detail: risk.detail }, risk.keep, risk.lose);
       if (choice !== risk.lose) {
         return;
       }
@@ -1215,9 +1223,9 @@ class Extension implements vscode.Disposable {
     const answer = await api.discard({ root, worktree, force });
     if (answer.removed) {
       this.removeFolder(answer.path);
-      void vscode.window.showInformationMessage(`slipway: ${answer.branch} discarded${force ? ' with its work' : ''}.`);
+      void say.info(`slipway: ${answer.branch} discarded${force ? ' with its work' : ''}.`);
     } else {
-      void vscode.window.showWarningMessage(`slipway: ${answer.branch} was kept: ${answer.reason}`);
+      void say.warn(`slipway: ${answer.branch} was kept: ${answer.reason}`);
     }
   }
 
@@ -1225,7 +1233,7 @@ class Extension implements vscode.Disposable {
     if (isNode(arg) && arg.kind === 'attempt') {
       return arg;
     }
-    void vscode.window.showInformationMessage('slipway: pick an attempt in the Attempts view.');
+    void say.info('slipway: pick an attempt in the Attempts view.');
     throw new Cancelled();
   }
 
@@ -1240,10 +1248,10 @@ class Extension implements vscode.Disposable {
     const a = this.attemptArg(arg);
     const items = attemptPickItems(a.rows, a.row.index);
     if (items.length === 0) {
-      void vscode.window.showInformationMessage(`slipway: no other attempt of the group to compare #${a.row.index} with.`);
+      void say.info(`slipway: no other attempt of the group to compare #${a.row.index} with.`);
       return;
     }
-    const picked = await vscode.window.showQuickPick(items, { title: `Compare attempt #${a.row.index} (${a.row.branch}) with…` });
+    const picked = await pick(items, { title: `Compare attempt #${a.row.index} (${a.row.branch}) with…` });
     if (picked) {
       await this.reviewSelector(a.root, a.row.branch, picked.row.branch);
     }
@@ -1254,7 +1262,7 @@ class Extension implements vscode.Disposable {
     const a = this.attemptArg(arg);
     const modes = this.names().landModes;
     const confirm = landAttemptConfirm(a.row, a.rows, modes.length > 0 ? modes : ['merge']);
-    const choice = await vscode.window.showWarningMessage(
+    const choice = await say.warn(
       confirm.message,
       { modal: true, detail: confirm.detail },
       ...confirm.buttons.map((b) => b.title),
@@ -1273,13 +1281,13 @@ class Extension implements vscode.Disposable {
     const view = attemptLandedView(a.row.branch, answer);
     const sensitive = sensitiveView(answer.landed.sensitiveChanges, `attempt #${a.row.index}`);
     if (sensitive !== undefined) {
-      void vscode.window.showWarningMessage(sensitive.message, { detail: sensitive.detail });
+      void say.warn(sensitive.message, { detail: sensitive.detail });
     }
     if (!view.warning) {
-      void vscode.window.showInformationMessage(view.message);
+      void say.info(view.message);
       return;
     }
-    const choice = await vscode.window.showWarningMessage(view.message, { detail: view.detail }, view.discardKept);
+    const choice = await say.warn(view.message, { detail: view.detail }, view.discardKept);
     if (choice === view.discardKept) {
       await this.landAttemptWith(a, how, true);
     }
@@ -1299,10 +1307,10 @@ class Extension implements vscode.Disposable {
     const w = (await this.worktrees(root)).find((x) => x.id === worktree || x.branch === worktree);
     const target = against ?? diff.target ?? 'its base';
     if (diff.files.length === 0) {
-      void vscode.window.showInformationMessage(`slipway: nothing to review in ${worktree}: no change against ${target}.`);
+      void say.info(`slipway: nothing to review in ${worktree}: no change against ${target}.`);
       return;
     }
-    const picked = await vscode.window.showQuickPick(
+    const picked = await pick(
       diff.files.map((file) => ({ label: file.path, description: `${file.status} +${file.additions} -${file.deletions}`, file })),
       { title: `Review ${worktree} (against ${target})` },
     );
@@ -1334,7 +1342,7 @@ class Extension implements vscode.Disposable {
     if (runId === undefined) {
       const repoRoot = root ?? (await this.root());
       const { runs } = await this.api().runs(repoRoot);
-      const picked = await vscode.window.showQuickPick(
+      const picked = await pick(
         runs.map((r) => ({ label: r.branch || r.runId, description: `${r.status} · ${r.runId}`, detail: r.lastLine ?? undefined, runId: r.runId })),
         { title: 'Show the log of run' },
       );

@@ -30,6 +30,8 @@ import {
   STATUS_NOTIFICATION,
   SlipwayApi,
   type StatusNotification, readVocabularies, type Vocabularies } from './protocol';
+import * as say from './say';
+import { shownMaybe } from './shown';
 import { userSetting } from './settings';
 
 function isExecutable(file: string): boolean {
@@ -117,7 +119,7 @@ class RunProgress {
       increment = Math.max(0, pct - this.reported);
       this.reported += increment;
     }
-    this.progress.report({ message, increment });
+    this.progress.report({ message: shownMaybe(message), increment });
   }
 
   /** A `slipway/runActivity`: its step (or the last one) with the usage so far. */
@@ -125,7 +127,7 @@ class RunProgress {
     this.latest = a;
     this.step = a.step ?? this.step;
     if (this.progress !== undefined && !this.done) {
-      this.progress.report({ message: progressMessage(this.step, a) });
+      this.progress.report({ message: shownMaybe(progressMessage(this.step, a)) });
     }
   }
 
@@ -259,7 +261,7 @@ export class Sidecar implements vscode.Disposable {
         ?.cancel({ runId: id })
         .then((answer) => this.output.info(`cancel ${id}: ${answer.status}`))
         .catch((error: unknown) => {
-          void vscode.window.showErrorMessage(`slipway: cannot cancel ${id}: ${error instanceof Error ? error.message : String(error)}`);
+          void say.error(`slipway: cannot cancel ${id}: ${error instanceof Error ? error.message : String(error)}`);
         });
     });
     this.runs.set(runId, run);

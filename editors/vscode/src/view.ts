@@ -29,6 +29,7 @@ import {
   type WorktreeStatus,
 } from './protocol';
 import { answeredIn } from './activity';
+import { shown, shownLines } from './shown';
 import type { Sidecar } from './sidecar';
 
 export type WorktreeNode = { kind: 'worktree'; root: string; worktree: WorktreeStatus };
@@ -47,9 +48,10 @@ export function isNode(x: unknown): x is ViewNode {
 }
 
 function item(v: TreeItemView, collapsible: vscode.TreeItemCollapsibleState): vscode.TreeItem {
-  const t = new vscode.TreeItem(v.label, collapsible);
-  t.description = v.description;
-  t.tooltip = v.tooltip;
+  // Labels name files and branches that came out of a repository or a sandbox.
+  const t = new vscode.TreeItem(shown(v.label), collapsible);
+  t.description = typeof v.description === 'string' ? shown(v.description) : v.description;
+  t.tooltip = typeof v.tooltip === 'string' ? shownLines(v.tooltip) : v.tooltip;
   t.iconPath = new vscode.ThemeIcon(v.icon);
   t.contextValue = v.contextValue;
   return t;
@@ -65,10 +67,10 @@ function note(id: string, error: unknown, what: string): NoteNode {
 }
 
 function noteItem(n: NoteNode): vscode.TreeItem {
-  const t = new vscode.TreeItem(n.text, vscode.TreeItemCollapsibleState.None);
+  const t = new vscode.TreeItem(shown(n.text), vscode.TreeItemCollapsibleState.None);
   t.id = n.id;
   t.iconPath = new vscode.ThemeIcon(n.icon);
-  t.tooltip = n.tooltip ?? n.text;
+  t.tooltip = shownLines(n.tooltip ?? n.text);
   t.contextValue = 'slipway.note';
   return t;
 }
@@ -425,7 +427,7 @@ export async function openDiffOf(t: DiffTarget): Promise<void> {
     file.status === 'deleted' || t.worktreePath === undefined
       ? DiffDocuments.uri(t.root, t.selector, file.path, 'worktree', t.against)
       : vscode.Uri.file(path.join(t.worktreePath, file.path));
-  await vscode.commands.executeCommand('vscode.diff', left, right, diffTitle(file.path, t.branch, t.base, t.against), { preview: true });
+  await vscode.commands.executeCommand('vscode.diff', left, right, shown(diffTitle(file.path, t.branch, t.base, t.against)), { preview: true });
 }
 
 interface Followed {

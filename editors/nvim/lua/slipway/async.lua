@@ -96,10 +96,20 @@ end
 ---@return T item
 ---@return integer index
 function M.select(items, opts)
+  local util = require('slipway.util')
   -- What was said before the question is on the screen before it.
-  require('slipway.util').flush_now()
+  util.flush_now()
+  -- The rows name branches and files from a repository or a sandbox: whatever
+  -- picker draws them (telescope, fzf-lua) gets them cleaned.
+  local format = opts.format_item or tostring
+  local shown_opts = vim.tbl_extend('force', opts, {
+    prompt = opts.prompt and util.displayable(opts.prompt, true),
+    format_item = function(item)
+      return util.displayable(format(item))
+    end,
+  })
   local item, idx = M.await(function(cb)
-    vim.ui.select(items, opts, cb)
+    vim.ui.select(items, shown_opts, cb)
   end)
   if item == nil then
     error(M.cancelled, 0)
@@ -112,9 +122,11 @@ end
 ---@param allow_empty? boolean
 ---@return string
 function M.input(opts, allow_empty)
-  require('slipway.util').flush_now()
+  local util = require('slipway.util')
+  util.flush_now()
+  local shown_opts = vim.tbl_extend('force', opts, { prompt = opts.prompt and util.displayable(opts.prompt, true) })
   local text = M.await(function(cb)
-    vim.ui.input(opts, cb)
+    vim.ui.input(shown_opts, cb)
   end)
   if text == nil or (text == '' and not allow_empty) then
     error(M.cancelled, 0)

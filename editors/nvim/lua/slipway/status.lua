@@ -272,7 +272,8 @@ end
 local function render(parts, highlight)
   local texts, first, last = {}, nil, nil
   for i, part in ipairs(parts) do
-    texts[i] = type(part) == 'table' and part.text or part
+    -- Branches and steps come out of a repository or a sandbox.
+    texts[i] = util.displayable(type(part) == 'table' and part.text or part)
     if texts[i]:find('%S') then
       first, last = first or i, i
     end

@@ -8,6 +8,26 @@ local uv = vim.uv or vim.loop
 ---@type table<string, string|false>
 local realpaths = {}
 
+local REPLACEMENT = '\239\191\189' -- U+FFFD
+
+--- `text` as it may be drawn: names of files and branches come out of a
+--- repository or a sandbox, so each control character (C1 included) and each
+--- character that reorders the text around it (bidirectional overrides and
+--- isolates, U+202A-202E and U+2066-2069, the "trojan source" trick) becomes
+--- U+FFFD, as the CLI and the VS Code extension do. Newlines and tabs are kept
+--- when `keep_lines`.
+---@param text string
+---@param keep_lines? boolean
+---@return string
+function M.displayable(text, keep_lines)
+  local out = text
+    :gsub('\226\128[\170-\174]', REPLACEMENT)
+    :gsub('\226\129[\166-\169]', REPLACEMENT)
+    :gsub('\194[\128-\159]', REPLACEMENT)
+  out = out:gsub(keep_lines and '[%z\1-\8\11-\31\127]' or '[%z\1-\31\127]', REPLACEMENT)
+  return out
+end
+
 --- The canonical form of `path` (symlinks resolved), cached; `path` itself when it does not exist.
 ---@param path string
 ---@return string
@@ -265,7 +285,11 @@ end
 ---@param level integer
 ---@param opts table
 function show(line, level, opts)
-  vim.notify(line, level, opts)
+  vim.notify(
+    M.displayable(line),
+    level,
+    vim.tbl_extend('force', opts, { details = opts.details and M.displayable(opts.details, true) })
+  )
   M.shown = M.shown + 1
   if in_insert() then
     if #held == 0 then
@@ -295,7 +319,15 @@ function M.show_lines(name, lines)
     vim.keymap.set('n', 'q', '<Cmd>close<CR>', { buffer = buf, desc = 'slipway: close' })
   end
   vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.api.nvim_buf_set_lines(
+    buf,
+    0,
+    -1,
+    false,
+    vim.tbl_map(function(l)
+      return M.displayable(l, true)
+    end, lines)
+  )
   vim.bo[buf].modifiable = false
   local win = vim.fn.bufwinid(buf)
   if win == -1 then
