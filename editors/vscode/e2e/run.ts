@@ -1079,10 +1079,12 @@ async function main(): Promise<void> {
       fs.mkdirSync(marks, { recursive: true });
       const config = path.join(fx.repo, 'slipway.toml');
       // The second hook is harmless but written to read backwards: a right-to-left
-      // override would show it as "true # exit.png" if the picker drew it as it is.
+      // override would show it as "true # exit.png" if the picker drew it as it is. The
+      // third is named like an icon (as `$(reboot)` would be), which VS Code would draw
+      // as a glyph, or as nothing, if the picker did not escape it.
       fs.writeFileSync(
         config,
-        `version = 2\n[hooks.host]\non_worktree_ready = ["touch ${path.join(marks, 'hook-ran')}", "true # \u202Egnp.tixe"]\n`,
+        `version = 2\n[hooks.host]\non_worktree_ready = ["touch ${path.join(marks, 'hook-ran')}", "true # \u202Egnp.tixe", "true '$(pass)'"]\n`,
       );
       const widget = page.locator(QUICK_INPUT);
       const start = async (): Promise<void> => {
@@ -1099,6 +1101,10 @@ async function main(): Promise<void> {
       assert(
         rows.some((r) => r.includes('runs: true # \uFFFDgnp.tixe')) && !rows.some((r) => r.includes('\u202E')),
         `the picker draws the reordering character of slipway.toml instead of U+FFFD: ${JSON.stringify(rows)}`,
+      );
+      assert(
+        rows.some((r) => r.includes("runs: true '$(pass)'")),
+        `the picker does not show the hook named like an icon as it is written: ${JSON.stringify(rows)}`,
       );
       const active = (await widget.locator('.monaco-list-row.focused').first().innerText()).trim();
       assert(active.includes('Cancel'), `the active (default) row is ${JSON.stringify(active)}, not Cancel`);

@@ -2,6 +2,7 @@
 // latest `slipway/runActivity` of every run, and how the status bar, the Runs view and
 // the progress notification word it. No `vscode` import, so node:test covers it.
 
+import { literal } from './shown';
 import type { Activity, RunActivityNotification, RunFinished, RunInfo, RunStatus, StatusNotification } from './protocol';
 
 /** Seconds since the epoch of a `RunInfo` time (a number, or an RFC 3339 string). */
@@ -313,11 +314,11 @@ export function runsStatusView(runs: TrackedRun[], now: number): RunsStatusView 
   if (runs.length === 1) {
     const [r] = runs;
     if (r.state === 'working') {
-      text = `$(sync~spin) ${runName(r)}: ${r.activity?.step ? shortStep(r.activity.step, 40) : 'working'}`;
+      text = `$(sync~spin) ${literal(runName(r))}: ${r.activity?.step ? literal(shortStep(r.activity.step, 40)) : 'working'}`;
     } else if (needsInput(r)) {
-      text = `$(question) ${runName(r)}: needs input`;
+      text = `$(question) ${literal(runName(r))}: needs input`;
     } else {
-      text = `${r.status === 'completed' ? '$(check)' : '$(error)'} ${runName(r)}: ${END_WORD[r.status ?? 'completed']}`;
+      text = `${r.status === 'completed' ? '$(check)' : '$(error)'} ${literal(runName(r))}: ${END_WORD[r.status ?? 'completed']}`;
     }
   } else {
     const parts: string[] = [];

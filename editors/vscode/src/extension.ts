@@ -54,7 +54,7 @@ import {
   type WorktreeStrategy,
 } from './protocol';
 import * as say from './say';
-import { shown, shownItems, shownLines } from './shown';
+import { literal, literalMaybe, shown, shownItems, shownLines } from './shown';
 import { userSetting } from './settings';
 import { Sidecar } from './sidecar';
 import {
@@ -1001,7 +1001,7 @@ class Extension implements vscode.Disposable {
         return;
       }
       const picked = await pick(
-        runs.map((r) => ({ label: `$(sync~spin) ${r.branch ?? '(starting)'}`, description: r.runId, detail: r.worktreePath ?? r.root, run: r })),
+        runs.map((r) => ({ label: `$(sync~spin) ${literalMaybe(r.branch) ?? '(starting)'}`, description: r.runId, detail: literalMaybe(r.worktreePath ?? r.root), run: r })),
         { title: 'Cancel run' },
       );
       if (!picked) {
@@ -1034,7 +1034,7 @@ class Extension implements vscode.Disposable {
         return;
       } else {
         const picked = await pick(
-          waiting.map((r) => ({ label: `$(question) ${r.branch ?? r.runId}`, description: r.runId, detail: r.question, run: r })),
+          waiting.map((r) => ({ label: `$(question) ${literal(r.branch ?? r.runId)}`, description: r.runId, detail: literalMaybe(r.question), run: r })),
           { title: 'Reply to run' },
         );
         if (!picked) {
@@ -1311,7 +1311,7 @@ class Extension implements vscode.Disposable {
       return;
     }
     const picked = await pick(
-      diff.files.map((file) => ({ label: file.path, description: `${file.status} +${file.additions} -${file.deletions}`, file })),
+      diff.files.map((file) => ({ label: literal(file.path), description: `${file.status} +${file.additions} -${file.deletions}`, file })),
       { title: `Review ${worktree} (against ${target})` },
     );
     if (!picked) {
@@ -1343,7 +1343,7 @@ class Extension implements vscode.Disposable {
       const repoRoot = root ?? (await this.root());
       const { runs } = await this.api().runs(repoRoot);
       const picked = await pick(
-        runs.map((r) => ({ label: r.branch || r.runId, description: `${r.status} · ${r.runId}`, detail: r.lastLine ?? undefined, runId: r.runId })),
+        runs.map((r) => ({ label: literal(r.branch || r.runId), description: `${r.status} · ${r.runId}`, detail: literalMaybe(r.lastLine), runId: r.runId })),
         { title: 'Show the log of run' },
       );
       if (!picked) {

@@ -3,6 +3,7 @@
 
 import * as path from 'node:path';
 import { activityTooltip, epochSeconds, formatCost, formatElapsed, formatTokens, shortStep, usageParts } from './activity';
+import { literal } from './shown';
 
 export { epochSeconds };
 import type {
@@ -85,13 +86,13 @@ export function branchItems(branches: BranchInfo[], now: number = Date.now() / 1
         marks.push('default');
       }
       if (b.upstream) {
-        marks.push(`tracks ${b.upstream}`);
+        marks.push(`tracks ${literal(b.upstream)}`);
       }
       entries.push({
         type: 'branch',
-        label: `${kind === 'local' ? '$(git-branch)' : '$(cloud)'} ${b.name}`,
+        label: `${kind === 'local' ? '$(git-branch)' : '$(cloud)'} ${literal(b.name)}`,
         description: marks.join(' · '),
-        detail: `${b.commit.slice(0, 10)} · ${b.subject} · ${relativeTime(b.time, now)}`,
+        detail: `${b.commit.slice(0, 10)} · ${literal(b.subject)} · ${relativeTime(b.time, now)}`,
         ref: b.name,
         info: b,
       });
@@ -118,7 +119,7 @@ function sourceLabel(source: Source): string {
 export function workspaceItems(workspaces: WorkspaceInfo[]): WorkspacePickEntry[] {
   return workspaces.map((w) => {
     if (w.error !== undefined || w.mounts === undefined) {
-      return { label: `$(warning) ${w.name}`, description: 'cannot be read', detail: w.error ?? w.path, workspace: w };
+      return { label: `$(warning) ${literal(w.name)}`, description: 'cannot be read', detail: literal(w.error ?? w.path), workspace: w };
     }
     const n = w.mounts.length;
     const asks = w.mounts.filter((m) => m.source.policy === 'ask').length;
@@ -127,12 +128,12 @@ export function workspaceItems(workspaces: WorkspaceInfo[]): WorkspacePickEntry[
       parts.push(`${asks} ask${asks === 1 ? 's' : ''} for a branch`);
     }
     if (w.workdir) {
-      parts.push(`workdir ${w.workdir}`);
+      parts.push(`workdir ${literal(w.workdir)}`);
     }
     return {
-      label: `$(folder-library) ${w.name}`,
+      label: `$(folder-library) ${literal(w.name)}`,
       description: parts.join(' · '),
-      detail: w.mounts.map((m) => `${m.src} → ${m.dst} (${m.isolation}, ${sourceLabel(m.source)})`).join('  '),
+      detail: w.mounts.map((m) => `${literal(m.src)} → ${literal(m.dst)} (${m.isolation}, ${literal(sourceLabel(m.source))})`).join('  '),
       workspace: w,
     };
   });
@@ -216,9 +217,9 @@ export function worktreeDescription(w: WorktreeStatus): string {
 
 export function worktreeItems(worktrees: WorktreeStatus[]): WorktreePickEntry[] {
   return worktrees.map((w) => ({
-    label: `${w.state === 'running' ? '$(sync~spin)' : w.dirty ? '$(circle-filled)' : '$(git-branch)'} ${w.branch}`,
+    label: `${w.state === 'running' ? '$(sync~spin)' : w.dirty ? '$(circle-filled)' : '$(git-branch)'} ${literal(w.branch)}`,
     description: worktreeDescription(w),
-    detail: w.why ? `${w.path} — ${w.why}` : w.path,
+    detail: literal(w.why ? `${w.path} — ${w.why}` : w.path),
     worktree: w,
   }));
 }
@@ -284,7 +285,7 @@ export function statusView(status: StatusNotification | undefined, ctx: StatusCo
   const parts: string[] = [];
   const tip: string[] = [];
   if (current) {
-    parts.push(`${STATUS_ICON} ${current.branch}${current.dirty ? '*' : ''}`);
+    parts.push(`${STATUS_ICON} ${literal(current.branch)}${current.dirty ? '*' : ''}`);
     tip.push(`Worktree ${current.branch} (${current.id})`, current.path, worktreeDescription(current));
     if (current.why) {
       tip.push(current.why);
@@ -328,7 +329,8 @@ export interface RunFinishedView {
 }
 
 export function runFinishedView(p: RunFinished): RunFinishedView {
-  const where = p.branch ? ` on ${p.branch}` : '';
+  // A reply is a run of its own: which question it answered tells it apart from the first.
+  const where = `${p.branch ? ` on ${p.branch}` : ''}${p.replyTo ? ` (the reply to ${p.replyTo})` : ''}`;
   // What landed, not only what the run made: a handed-off worktree's earlier commits
   // come home in the same merge.
   const merged = p.mergedCommits ?? [];
@@ -444,20 +446,20 @@ export function trustView(files: TrustFile[]): { title: string; placeholder: str
     {
       type: 'row',
       label: '$(shield) Trust',
-      description: `approve ${files.map((f) => (f.hash ? `${path.posix.basename(f.path)} at ${f.hash.slice(0, 10)}` : `${path.posix.basename(f.path)} gone`)).join(', ')}`,
+      description: `approve ${files.map((f) => (f.hash ? `${literal(path.posix.basename(f.path))} at ${f.hash.slice(0, 10)}` : `${literal(path.posix.basename(f.path))} gone`)).join(', ')}`,
       detail: 'only if you have read it and want this to run on your machine',
       answer: 'trust',
     },
   ];
   for (const f of files) {
-    const link = f.symlinkTo ? ` (a symlink to ${f.symlinkTo})` : '';
+    const link = f.symlinkTo ? ` (a symlink to ${literal(f.symlinkTo)})` : '';
     const state = f.hash === null ? 'is gone: the defaults it set no longer apply' : f.trustedHash ? 'has changed since you trusted it' : 'is not trusted yet';
-    rows.push({ type: 'separator', label: `${f.path}${link} ${state}` });
+    rows.push({ type: 'separator', label: `${literal(f.path)}${link} ${state}` });
     for (const c of f.commands) {
-      rows.push({ type: 'row', label: `runs: ${c.command}`, description: c.source });
+      rows.push({ type: 'row', label: `runs: ${literal(c.command)}`, description: literal(c.source) });
     }
     for (const setting of f.settings) {
-      rows.push({ type: 'row', label: `sets: ${setting.key} = ${setting.value}` });
+      rows.push({ type: 'row', label: `sets: ${literal(setting.key)} = ${literal(setting.value)}` });
     }
   }
   return {
@@ -708,7 +710,7 @@ export function attemptRowView(r: AttemptRow, landed = false): TreeItemView {
 export function attemptPickItems(rows: readonly AttemptRow[], except: number): { label: string; description: string; row: AttemptRow }[] {
   return rows
     .filter((r) => r.index !== except && r.branchPresent)
-    .map((r) => ({ label: `#${r.index} ${r.agent}`, description: `${r.branch} · ${attemptRowView(r).description}`, row: r }));
+    .map((r) => ({ label: `#${r.index} ${literal(r.agent)}`, description: `${literal(r.branch)} · ${attemptRowView(r).description}`, row: r }));
 }
 
 /**
@@ -770,7 +772,7 @@ const LAND_DESCRIPTION: Record<string, string> = {
 export function landModeItems(modes: readonly string[], branch: string, into: string): { label: string; description: string; how: string }[] {
   return modes.map((how) => ({
     label: how,
-    description: `${LAND_DESCRIPTION[how] ?? how}: ${branch} → ${into}`,
+    description: `${LAND_DESCRIPTION[how] ?? how}: ${literal(branch)} → ${literal(into)}`,
     how,
   }));
 }

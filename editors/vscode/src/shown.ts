@@ -32,6 +32,23 @@ export function shownMaybeLines(text: string | undefined): string | undefined {
   return text === undefined ? undefined : shownLines(text);
 }
 
+// VS Code draws `$(name)` as an icon in picker rows and status bar items, so a branch
+// called `$(pass)-approved` would show a tick and a hook's `$(reboot)` would vanish from
+// the trust picker. A backslash before it is VS Code's own escape (drawn as the text,
+// without the backslash); every such sequence gets one, even one already escaped, so what
+// is drawn is exactly what is there. The pattern is VS Code's icon name and modifier.
+const ICON = /\$\([A-Za-z0-9-]+(?:~[A-Za-z]+)?\)/g;
+
+/** `text` for a surface that draws icons (picker rows, status bar items): {@link shown}, and `$(name)` drawn as typed. */
+export function literal(text: string): string {
+  return shown(text).replace(ICON, (icon) => `\\${icon}`);
+}
+
+/** `text` (if any) through {@link literal}. */
+export function literalMaybe(text: string | undefined | null): string | undefined {
+  return text === undefined || text === null ? undefined : literal(text);
+}
+
 /** A picker's rows with their label, description and detail shown safely; everything else kept. */
 export function shownItems<T extends { label: string; description?: string; detail?: string }>(items: readonly T[]): T[] {
   return items.map((i) => ({ ...i, label: shown(i.label), description: shownMaybe(i.description), detail: shownMaybe(i.detail) }));

@@ -206,6 +206,13 @@ describe('runFinished and close views', () => {
     assert.deepEqual(runFinishedView({ ...base, actions }).actions, ['Review', 'Land…', 'Open', 'Show Log']);
   });
 
+  it('names the run a reply answered, so it reads apart from the run that asked', () => {
+    assert.equal(
+      runFinishedView({ ...base, replyTo: 'run-1-asked' }).message,
+      'slipway: run completed on feature/x (the reply to run-1-asked): 2 commits',
+    );
+  });
+
   it('announces a failure with its message and the kept branch, no Open without a worktree', () => {
     const v = runFinishedView({
       ...base,
