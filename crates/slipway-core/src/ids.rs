@@ -54,6 +54,27 @@ fn seconds_hex(rest: &str, shape: &'static str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// `<prefix>-<seconds>-<hex>` for now, whose hex starts with the milliseconds
+/// within the second (three digits, zero-padded) before three random bytes: ids
+/// started in one second then sort in the order they were made, as `slipway runs`
+/// lists them, where random digits alone put them in any order.
+fn timed_id(prefix: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    timed_id_at(prefix, now)
+}
+
+/// [`timed_id`] for the time `now` since the epoch.
+fn timed_id_at(prefix: &str, now: std::time::Duration) -> String {
+    format!(
+        "{prefix}-{}-{:03x}{}",
+        now.as_secs(),
+        now.subsec_millis(),
+        crate::util::random_hex(3)
+    )
+}
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $check:expr) => {
         $(#[$doc])*
@@ -213,11 +234,7 @@ id_type!(
 impl GroupId {
     /// A new group id: time plus randomness, sortable.
     pub fn new() -> GroupId {
-        GroupId(format!(
-            "att-{}-{}",
-            crate::util::now_secs(),
-            crate::util::random_hex(3)
-        ))
+        GroupId(timed_id("att"))
     }
 }
 
@@ -230,11 +247,7 @@ impl Default for GroupId {
 impl RunId {
     /// A new run id: time plus randomness, sortable.
     pub fn new() -> RunId {
-        RunId(format!(
-            "run-{}-{}",
-            crate::util::now_secs(),
-            crate::util::random_hex(3)
-        ))
+        RunId(timed_id("run"))
     }
 
     /// The id of mount `index`'s part of this run (its private git dir).
@@ -316,6 +329,32 @@ mod tests {
         for bad in ["", "att-", "att-1-../x", "att-x-ab", "run-1-ab", "att-1-AB"] {
             assert!(GroupId::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn ids_made_in_one_second_sort_in_the_order_they_were_made() {
+        use std::time::Duration;
+        let times = [
+            Duration::from_millis(1_767_225_600_000),
+            Duration::from_millis(1_767_225_600_009),
+            Duration::from_millis(1_767_225_600_010),
+            Duration::from_millis(1_767_225_600_500),
+            Duration::from_millis(1_767_225_600_999),
+        ];
+        // Many rounds: one random suffix may happen to sort right, not all of them.
+        for _ in 0..50 {
+            let ids: Vec<RunId> = times
+                .iter()
+                .map(|t| RunId::parse(&timed_id_at("run", *t)).expect("a run id"))
+                .collect();
+            let mut sorted = ids.clone();
+            sorted.sort();
+            assert_eq!(sorted, ids);
+            for id in &ids {
+                assert!(id.as_str().starts_with("run-1767225600-"), "{id:?}");
+            }
+        }
+        assert!(GroupId::parse(&timed_id_at("att", times[4])).is_ok());
     }
 
     #[test]
