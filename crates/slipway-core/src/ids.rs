@@ -55,9 +55,10 @@ fn seconds_hex(rest: &str, shape: &'static str) -> Result<(), &'static str> {
 }
 
 /// `<prefix>-<seconds>-<hex>` for now, whose hex starts with the milliseconds
-/// within the second (three digits, zero-padded) before three random bytes: ids
-/// started in one second then sort in the order they were made, as `slipway runs`
-/// lists them, where random digits alone put them in any order.
+/// within the second (three digits, zero-padded) before five random digits (eight
+/// in all, as long as the ids before, so one-line messages naming a run keep their
+/// room): ids started in one second then sort in the order they were made, as
+/// `slipway runs` lists them, where random digits alone put them in any order.
 fn timed_id(prefix: &str) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -71,7 +72,7 @@ fn timed_id_at(prefix: &str, now: std::time::Duration) -> String {
         "{prefix}-{}-{:03x}{}",
         now.as_secs(),
         now.subsec_millis(),
-        crate::util::random_hex(3)
+        &crate::util::random_hex(3)[..5]
     )
 }
 
@@ -352,6 +353,7 @@ mod tests {
             assert_eq!(sorted, ids);
             for id in &ids {
                 assert!(id.as_str().starts_with("run-1767225600-"), "{id:?}");
+                assert_eq!(id.as_str().len(), "run-1767225600-".len() + 8, "{id:?}");
             }
         }
         assert!(GroupId::parse(&timed_id_at("att", times[4])).is_ok());
