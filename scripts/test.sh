@@ -17,6 +17,7 @@ need cargo || { echo "test.sh: cargo is required (https://rustup.rs)" >&2; exit 
 bash scripts/docker-setup.sh  # the docker sandbox tests need a real engine and the local test image
 bash scripts/docker-remote-setup.sh  # a second engine on loopback TCP for the docker-isolated tests
 bash scripts/podman-setup.sh  # Podman's Docker-compatible socket, a third engine for tests/engines.rs
+bash scripts/podman-rootless-setup.sh  # a user's own rootless Podman, for tests/rootless_podman.rs
 bash scripts/ssh-engine-setup.sh  # sshd on loopback, the "remote machine" of the ssh:// engine tests
 need node && need npm || apt_install nodejs npm
 bash scripts/agents-setup.sh  # the real agent CLIs from npm (cached) and their docker images, for tests/real_agents.rs

@@ -14,14 +14,10 @@ const IMAGE: &str = "slipway-test:latest";
 pub(crate) fn remote() -> String {
     let port = std::env::var("SLIPWAY_REMOTE_DOCKER_PORT").unwrap_or_else(|_| "23750".into());
     let host = format!("tcp://127.0.0.1:{port}");
-    let ok = std::process::Command::new("docker")
-        .env("DOCKER_HOST", &host)
-        .args(["image", "inspect", IMAGE])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "no Docker engine with {IMAGE} at {host}: run `bash scripts/docker-setup.sh && bash scripts/docker-remote-setup.sh` (as root)"
+    require_image_at(
+        &host,
+        "Docker engine",
+        "run `bash scripts/docker-setup.sh && bash scripts/docker-remote-setup.sh` (as root)",
     );
     host
 }

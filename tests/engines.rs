@@ -251,14 +251,10 @@ fn podman() -> String {
     let socket = std::env::var("SLIPWAY_PODMAN_SOCKET")
         .unwrap_or_else(|_| "/run/slipway-podman.sock".into());
     let url = format!("unix://{socket}");
-    let ok = Command::new("docker")
-        .env("DOCKER_HOST", &url)
-        .args(["image", "inspect", TEST_IMAGE])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "no Podman API with {TEST_IMAGE} at {url}: run `bash scripts/podman-setup.sh` (as root)"
+    require_image_at(
+        &url,
+        "Podman API",
+        "run `bash scripts/podman-setup.sh` (as root)",
     );
     url
 }

@@ -41,6 +41,7 @@ mod real_streams;
 mod records_are_not_paths;
 mod repository_config_needs_trust;
 mod review_and_land;
+mod rootless_podman;
 mod run_cannot_write_the_host_git;
 mod run_news;
 mod runs;

@@ -421,6 +421,17 @@ pub fn require_docker_image() {
     );
 }
 
+/// Fails (never skips) when the engine at `docker_host` does not answer or
+/// lacks the test image, naming the engine (`what`) and the set-up (`how`).
+pub fn require_image_at(docker_host: &str, what: &str, how: &str) {
+    let ok = Command::new("docker")
+        .env("DOCKER_HOST", docker_host)
+        .args(["image", "inspect", TEST_IMAGE])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(ok, "no {what} with {TEST_IMAGE} at {docker_host}: {how}");
+}
+
 /// The `error` object of the last `{"error": …}` line `slipway --json` wrote
 /// on stderr.
 pub fn json_error(stderr: &[u8]) -> Option<Value> {

@@ -85,22 +85,20 @@ impl EngineUrl {
         }
     }
 
-    /// A client for a unix socket (nothing is sent yet).
-    pub(super) fn unix_client(path: &Path) -> Result<Docker, bollard::errors::Error> {
-        Docker::connect_with_unix(
-            &path.display().to_string(),
-            REQUEST_TIMEOUT_SECS,
-            bollard::API_DEFAULT_VERSION,
-        )
+    /// A client for a unix socket speaking API `version` (nothing is sent yet).
+    pub(super) fn unix_client(
+        path: &Path,
+        version: &bollard::ClientVersion,
+    ) -> Result<Docker, bollard::errors::Error> {
+        Docker::connect_with_unix(&path.display().to_string(), REQUEST_TIMEOUT_SECS, version)
     }
 
-    /// A client for `host:port` (nothing is sent yet).
-    pub(super) fn tcp_client(addr: &str) -> Result<Docker, bollard::errors::Error> {
-        Docker::connect_with_http(
-            &format!("tcp://{addr}"),
-            REQUEST_TIMEOUT_SECS,
-            bollard::API_DEFAULT_VERSION,
-        )
+    /// A client for `host:port` speaking API `version` (nothing is sent yet).
+    pub(super) fn tcp_client(
+        addr: &str,
+        version: &bollard::ClientVersion,
+    ) -> Result<Docker, bollard::errors::Error> {
+        Docker::connect_with_http(&format!("tcp://{addr}"), REQUEST_TIMEOUT_SECS, version)
     }
 }
 

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 
+use crate::sandbox::docker::{EngineInfo, EngineKind, handshake};
+
 pub use config::{Engine, EngineUrl, config_file, load, load_from, parse};
 pub use slots::{Slot, slots_dir};
 pub use ssh::{Forward, SshTarget};
@@ -170,6 +172,8 @@ pub struct Placement {
     pub engine: Engine,
     /// Connected, with the API version agreed.
     pub docker: Docker,
+    /// Which engine it is.
+    pub kind: EngineKind,
     /// The slot, held for the life of this value.
     pub slot: Slot,
     /// An `ssh://` engine's forward, up for the life of this value.
@@ -223,25 +227,40 @@ impl Placement {
     }
 }
 
-/// Connects to `engine` and agrees on an API version, within `deadline`; an
-/// `ssh://` engine's forward comes with the client and must be kept with it.
+/// Connects to `engine` and agrees on an API version, within `deadline`,
+/// telling which engine answered; an `ssh://` engine's forward comes with the
+/// client and must be kept with it.
 pub async fn connect(
     engine: &Engine,
     deadline: Duration,
-) -> Result<(Docker, Option<Forward>), EngineError> {
-    let (client, forward) = match &engine.url {
-        EngineUrl::Unix(path) => (EngineUrl::unix_client(path), None),
-        EngineUrl::Tcp(addr) => (EngineUrl::tcp_client(addr), None),
+) -> Result<(Docker, EngineInfo, Option<Forward>), EngineError> {
+    /// Where the client's requests go.
+    enum Target {
+        Socket(std::path::PathBuf),
+        Tcp(String),
+    }
+    let (target, forward) = match &engine.url {
+        EngineUrl::Unix(path) => (Target::Socket(path.clone()), None),
+        EngineUrl::Tcp(addr) => (Target::Tcp(addr.clone()), None),
         EngineUrl::Ssh(target) => {
             let forward = Forward::open(target, deadline)
                 .await
                 .map_err(|reason| engine.unreachable(reason))?;
-            (EngineUrl::unix_client(forward.socket()), Some(forward))
+            (
+                Target::Socket(forward.socket().to_path_buf()),
+                Some(forward),
+            )
         }
     };
-    let docker = client.map_err(|e| engine.unreachable(e.to_string()))?;
-    match tokio::time::timeout(deadline, docker.negotiate_version()).await {
-        Ok(Ok(docker)) => Ok((docker, forward)),
+    let client_at = |version: &bollard::ClientVersion| match &target {
+        Target::Socket(path) => EngineUrl::unix_client(path, version),
+        Target::Tcp(addr) => EngineUrl::tcp_client(addr, version),
+    };
+    let docker =
+        client_at(bollard::API_DEFAULT_VERSION).map_err(|e| engine.unreachable(e.to_string()))?;
+    let handshake = handshake(docker, |version| Some(client_at(version)));
+    match tokio::time::timeout(deadline, handshake).await {
+        Ok(Ok((docker, info))) => Ok((docker, info, forward)),
         Ok(Err(e)) => Err(engine.unreachable(e.to_string())),
         Err(_) => Err(engine.unreachable(format!("no answer within {} s", deadline.as_secs()))),
     }
@@ -310,10 +329,11 @@ pub async fn place(
                 continue;
             };
             match connect(engine, CONNECT_DEADLINE).await {
-                Ok((docker, forward)) => {
+                Ok((docker, info, forward)) => {
                     return Ok(Some(Placement {
                         engine: engine.clone(),
                         docker,
+                        kind: info.kind,
                         slot,
                         _forward: forward,
                     }));
@@ -378,14 +398,7 @@ pub async fn status() -> Result<Vec<EngineStatus>, EngineError> {
     let pings = engines.iter().map(|engine| async {
         let runs = slots::load(&dir, engine);
         let answer = match connect(engine, PING_DEADLINE).await {
-            // The forward, if any, stays up until the version is read.
-            Ok((docker, _forward)) => {
-                match tokio::time::timeout(PING_DEADLINE, docker.version()).await {
-                    Ok(Ok(v)) => Ok(v.version.unwrap_or_default()),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!("no answer within {} s", PING_DEADLINE.as_secs())),
-                }
-            }
+            Ok((_, info, _)) => Ok(info.version),
             Err(EngineError::Unreachable { reason, .. }) => Err(reason),
             Err(e) => Err(e.to_string()),
         };

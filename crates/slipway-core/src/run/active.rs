@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::agent::session::{SessionError, TokenTotals, rewrite_paths};
+use crate::sandbox::docker;
 
 /// A started sandbox; the isolated one also brings work back before closing.
 pub(super) enum ActiveSandbox {
@@ -150,13 +151,15 @@ pub(crate) async fn docker_config(
     network: &Option<String>,
     limits: &super::Limits,
     run_id: &str,
-    engine: Option<bollard::Docker>,
-) -> Result<crate::sandbox::docker::DockerConfig, RunError> {
-    use crate::sandbox::docker;
+    engine: Option<(bollard::Docker, docker::EngineKind)>,
+) -> Result<docker::DockerConfig, RunError> {
     let scope = host.common_dir().display().to_string();
-    let engine = match engine {
+    let (engine, engine_kind) = match engine {
         Some(engine) => engine,
-        None => docker::connect().await?,
+        None => {
+            let (engine, info) = docker::connect_and_tell().await?;
+            (engine, info.kind)
+        }
     };
     let mut live: Vec<String> = live_runs(&host.slipway_dir());
     live.extend(sandboxes::live_ids(&host.slipway_dir()));
@@ -172,6 +175,7 @@ pub(crate) async fn docker_config(
     });
     let mut config = docker::DockerConfig::new(image.to_owned(), run_id);
     config.engine = Some(engine);
+    config.engine_kind = engine_kind;
     config.network = network.clone();
     (config.memory_bytes, config.pids_limit) = limits.resolved();
     config.scope = Some(scope);
@@ -244,9 +248,9 @@ pub(super) async fn start_sandbox(
     place: &Place,
     run_id: &str,
     one_process: bool,
-    engine: Option<bollard::Docker>,
+    engine: Option<(bollard::Docker, docker::EngineKind)>,
 ) -> Result<ActiveSandbox, RunError> {
-    use crate::sandbox::{docker, isolated};
+    use crate::sandbox::isolated;
     match spec {
         SandboxSpec::None => Ok(ActiveSandbox::Host(HostSandbox)),
         SandboxSpec::Docker {

@@ -113,7 +113,7 @@ pub(super) async fn drive(
                 place,
                 &ctx.result.run_id,
                 one_process,
-                ctx.engine.as_ref().map(|p| p.docker.clone()),
+                ctx.engine.as_ref().map(|p| (p.docker.clone(), p.kind)),
             )
             .await?
         }

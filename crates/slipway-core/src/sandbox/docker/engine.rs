@@ -1,6 +1,8 @@
 //! Reaching the engine: the container's configuration, the connection, and
 //! the names and paths the engine is given.
 
+use bollard::ClientVersion;
+
 use super::*;
 
 /// One bind mount.
@@ -58,6 +60,11 @@ pub struct DockerConfig {
     /// The engine already connected to for this run, so a run agrees on the
     /// API version once; `None` connects (see [`connect`]).
     pub engine: Option<Docker>,
+    /// Which engine `engine` is. Podman runs the container in the host
+    /// user's ids (`keep-id`) where it is rootless, where the container's
+    /// uids would otherwise be the user's subordinate ones: files in the
+    /// bind mounts would not be the user's and git would find them dubious.
+    pub engine_kind: EngineKind,
 }
 
 impl DockerConfig {
@@ -78,6 +85,7 @@ impl DockerConfig {
             init: true,
             start_timeout: Duration::from_secs(60),
             engine: None,
+            engine_kind: EngineKind::Docker,
         }
     }
 }
@@ -90,24 +98,126 @@ pub fn host_user() -> String {
     format!("{uid}:{gid}")
 }
 
+/// Which engine answered: Podman's Docker-compatible API differs where it
+/// maps users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineKind {
+    /// Docker, or any engine not known to differ from it.
+    #[default]
+    Docker,
+    /// Podman (rootful or rootless), which names itself "Podman Engine" in `/version`.
+    Podman,
+}
+
+/// What the engine told of itself in the handshake.
+#[derive(Debug, Clone)]
+pub struct EngineInfo {
+    /// Docker or Podman.
+    pub kind: EngineKind,
+    /// The engine's own version (`24.0.7`, `4.3.1`), empty when it named none.
+    pub version: String,
+}
+
+/// Agrees on an API version with the engine behind `client` in one `/version`
+/// request and tells which engine it is. When the engine speaks an older API
+/// than `client`, `at_version` makes the client for that version (nothing is
+/// sent); where it cannot (`None`), bollard's own negotiation asks again.
+pub async fn handshake(
+    client: Docker,
+    at_version: impl FnOnce(&ClientVersion) -> Option<Result<Docker, EngineError>>,
+) -> Result<(Docker, EngineInfo), EngineError> {
+    let answer = client.version().await?;
+    let podman = answer
+        .components
+        .iter()
+        .flatten()
+        .any(|c| c.name == "Podman Engine");
+    let kind = if podman {
+        EngineKind::Podman
+    } else {
+        EngineKind::Docker
+    };
+    let info = EngineInfo {
+        kind,
+        version: answer.version.clone().unwrap_or_default(),
+    };
+    let server = answer
+        .api_version
+        .as_deref()
+        .and_then(api_version)
+        .ok_or(EngineError::APIVersionParseError {})?;
+    if server >= client.client_version() {
+        return Ok((client, info));
+    }
+    match at_version(&server) {
+        Some(rebuilt) => Ok((rebuilt?, info)),
+        None => Ok((client.negotiate_version().await?, info)),
+    }
+}
+
+/// `1.41` as a client version; `None` for anything else.
+fn api_version(text: &str) -> Option<ClientVersion> {
+    let (major, minor) = text.split_once('.')?;
+    Some(ClientVersion {
+        major_version: major.parse().ok()?,
+        minor_version: minor.parse().ok()?,
+    })
+}
+
 /// Connects to the engine named by `DOCKER_HOST` (unix or tcp; Podman's socket
 /// works the same), or the local default socket, and agrees on an API version.
 pub async fn connect() -> Result<Docker, SandboxError> {
-    let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "the local socket".into());
+    Ok(connect_and_tell().await?.0)
+}
+
+/// [`connect`], also telling which engine answered.
+pub async fn connect_and_tell() -> Result<(Docker, EngineInfo), SandboxError> {
+    let host = std::env::var("DOCKER_HOST").ok();
+    let named = host.clone().unwrap_or_else(|| "the local socket".into());
     let unreachable = |e: EngineError| {
         SandboxError::Other(format!(
-            "cannot reach the Docker engine at {host}: {e} (is the daemon running? DOCKER_HOST selects another engine)"
+            "cannot reach the Docker engine at {named}: {e} (is the daemon running? DOCKER_HOST selects another engine)"
         ))
     };
     let docker = Docker::connect_with_defaults().map_err(&unreachable)?;
-    match tokio::time::timeout(Duration::from_secs(15), docker.negotiate_version()).await {
-        Ok(Ok(docker)) => Ok(docker),
+    // The schemes bollard's defaults read without TLS; others negotiate again.
+    let at_version = |version: &ClientVersion| match host.as_deref() {
+        None => Some(Docker::connect_with_unix(
+            DEFAULT_SOCKET,
+            DEFAULT_REQUEST_TIMEOUT_SECS,
+            version,
+        )),
+        Some(h) if h.starts_with("unix://") => Some(Docker::connect_with_unix(
+            h,
+            DEFAULT_REQUEST_TIMEOUT_SECS,
+            version,
+        )),
+        Some(h)
+            if (h.starts_with("tcp://") || h.starts_with("http://"))
+                && std::env::var_os("DOCKER_TLS_VERIFY").is_none() =>
+        {
+            Some(Docker::connect_with_http(
+                h,
+                DEFAULT_REQUEST_TIMEOUT_SECS,
+                version,
+            ))
+        }
+        Some(_) => None,
+    };
+    match tokio::time::timeout(Duration::from_secs(15), handshake(docker, at_version)).await {
+        Ok(Ok(connected)) => Ok(connected),
         Ok(Err(e)) => Err(unreachable(e)),
         Err(_) => Err(SandboxError::Other(format!(
-            "the Docker engine at {host} did not answer within 15 s"
+            "the Docker engine at {named} did not answer within 15 s"
         ))),
     }
 }
+
+/// bollard's own request timeout, kept for clients made at another version.
+const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+
+/// The socket bollard's defaults use when `DOCKER_HOST` is unset.
+const DEFAULT_SOCKET: &str = "unix:///var/run/docker.sock";
 
 pub(super) fn engine_error(what: &str, e: EngineError) -> SandboxError {
     SandboxError::Other(format!("docker: {what}: {e}"))
@@ -142,4 +252,19 @@ pub(super) fn container_name(run_id: &str) -> String {
         .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("slipway-{slug}-{:x}{nanos:08x}{n:x}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engines_api_version_reads_as_major_and_minor() {
+        let v = api_version("1.41").expect("1.41");
+        assert_eq!((v.major_version, v.minor_version), (1, 41));
+        assert!(api_version("1.41") < api_version("1.53"));
+        for bad in ["", "1", "1.", "v1.41", "1.x", "-1.2"] {
+            assert!(api_version(bad).is_none(), "{bad:?}");
+        }
+    }
 }

@@ -45,7 +45,9 @@ mod one_process;
 mod reap;
 
 use crate::sandbox::lines::LineSplitter;
-pub use engine::{DockerConfig, Mount, connect, host_user};
+pub use engine::{
+    DockerConfig, EngineInfo, EngineKind, Mount, connect, connect_and_tell, handshake, host_user,
+};
 use engine::{container_name, engine_error, utf8};
 use exec::{ExecKiller, watch_exit};
 pub use one_process::OneProcessSandbox;
@@ -213,8 +215,18 @@ impl DockerSandbox {
         process: Option<&Process>,
     ) -> Result<(String, Option<AttachContainerResults>), SandboxError> {
         let mut init = config.init;
+        let mut keep_id = config.engine_kind == EngineKind::Podman;
         loop {
-            let id = Self::create(docker, config, name, init, process).await?;
+            let id = match Self::create(docker, config, name, init, keep_id, process).await {
+                // Rootful Podman maps no ids (the host user's uid is already
+                // the container's) and refuses keep-id: ask again without.
+                Err(CreateError::KeepIdRefused) => {
+                    keep_id = false;
+                    continue;
+                }
+                Err(CreateError::Sandbox(e)) => return Err(e),
+                Ok(id) => id,
+            };
             // Attached before the start, so no output of the process is lost.
             let attached = match process {
                 Some(_) => Some(
@@ -257,8 +269,9 @@ impl DockerSandbox {
         config: &DockerConfig,
         name: &str,
         init: bool,
+        keep_id: bool,
         process: Option<&Process>,
-    ) -> Result<String, SandboxError> {
+    ) -> Result<String, CreateError> {
         let mut mounts = Vec::with_capacity(config.mounts.len());
         for m in &config.mounts {
             mounts.push(EngineMount {
@@ -308,6 +321,7 @@ impl DockerSandbox {
                     STATE_DIR.to_owned(),
                     "mode=1777,size=16m".to_owned(),
                 )])),
+                userns_mode: keep_id.then(|| "keep-id".to_owned()),
                 ..Default::default()
             }),
             ..Default::default()
@@ -328,8 +342,14 @@ impl DockerSandbox {
             }) => Err(SandboxError::Other(format!(
                 "the image {} is not on the Docker engine ({message}); slipway never pulls: build or pull it first",
                 config.image
-            ))),
-            Err(e) => Err(engine_error("cannot create the container", e)),
+            ))
+            .into()),
+            Err(EngineError::DockerResponseServerError { message, .. })
+                if keep_id && message.contains("keep-id is only supported in rootless mode") =>
+            {
+                Err(CreateError::KeepIdRefused)
+            }
+            Err(e) => Err(engine_error("cannot create the container", e).into()),
         }
     }
 
@@ -694,5 +714,19 @@ async fn remove_forced(docker: &Docker, id: &str) {
             status_code: 404, ..
         }) => {}
         Err(e) => tracing::warn!("docker: cannot remove container {id}: {e}"),
+    }
+}
+
+/// Why a container was not created.
+enum CreateError {
+    /// The engine refused `keep-id`: a rootful Podman, to be asked again without.
+    KeepIdRefused,
+    /// Anything else, for the run to report.
+    Sandbox(SandboxError),
+}
+
+impl From<SandboxError> for CreateError {
+    fn from(e: SandboxError) -> CreateError {
+        CreateError::Sandbox(e)
     }
 }
