@@ -285,7 +285,26 @@ fn podman_is_a_third_engine_beside_the_two_docker_ones() {
             "far" => far.as_str(),
             _ => pod.as_str(),
         };
-        assert_eq!(containers(host, id).len(), 1, "{id} on {engine}");
+        if containers(host, id).len() != 1 {
+            // What each engine holds of the run, and its record, to tell
+            // which went wrong.
+            let held: Vec<String> = [LOCAL, far.as_str(), pod.as_str()]
+                .iter()
+                .map(|h| {
+                    let filter = format!("label=slipway.run={id}");
+                    let format = "{{.Names}} {{.Status}}";
+                    let listed = docker(
+                        Some(h),
+                        &["ps", "-a", "--filter", &filter, "--format", format],
+                    );
+                    format!("{h}: [{listed}]")
+                })
+                .collect();
+            panic!(
+                "{id} on {engine} has no running container there; engines hold {held:?}; its entry {:#}",
+                run_entry(&env, &repo, id)
+            );
+        }
         engines.push(engine);
     }
     engines.sort();

@@ -89,7 +89,12 @@ impl World {
                 .into_iter()
                 .filter(|n| n != ".trash")
                 .collect(),
-            runs: names_in(&self.repo.join(".slipway/runs")),
+            // A `.news` file is a finished run's word to the next sidecar,
+            // which claims it whenever it gets to it: not the request's doing.
+            runs: names_in(&self.repo.join(".slipway/runs"))
+                .into_iter()
+                .filter(|n| !n.ends_with(".news"))
+                .collect(),
             porcelain: self.env.porcelain(&self.repo),
         }
     }
