@@ -1032,7 +1032,8 @@ async function main(): Promise<void> {
         await shot(page, 'question-reply-box.png');
         await input.press('Enter');
         await widget.waitFor({ state: 'hidden' });
-        const done = toast(page, 'slipway: run completed on feature/asks: 1 commit');
+        // The reply's own summary names the run whose question it answered.
+        const done = toast(page, /slipway: run completed on feature\/asks \(the reply to run-\d+-[0-9a-f]+\): 1 commit/);
         await done.waitFor({ state: 'visible', timeout: 60_000 });
         await shot(page, 'question-answered.png');
         const subjects = fx.git(fx.repo, 'log', '-2', '--format=%s', 'feature/asks').split('\n');
