@@ -53,8 +53,9 @@ if ! ping; then
   rm -f "$SOCKET"
   say "starting $NAME's podman system service on unix://$SOCKET (log: $home/service.log)"
   # The log is opened by the user, so it is theirs; nothing holds this
-  # script's output open.
-  as_user setsid sh -c "exec podman system service --time=0 unix://$SOCKET >'$home/service.log' 2>&1" \
+  # script's output open. It starts in the user's home: conmon needs its
+  # working directory to exist for the service's whole life.
+  as_user setsid sh -c "cd '$home' && exec podman system service --time=0 unix://$SOCKET >'$home/service.log' 2>&1" \
     </dev/null >/dev/null 2>&1 &
   for _ in $(seq 60); do ping && break; sleep 0.5; done
   ping || { tail -20 "$home/service.log" >&2; die "the rootless podman API did not answer within 30 s"; }

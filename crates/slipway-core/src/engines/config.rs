@@ -25,9 +25,6 @@ use super::EngineError;
 /// Keys of one `[[engines]]` table.
 const KEYS: &[&str] = &["name", "url", "limit", "isolated"];
 
-/// Seconds a request to an engine may take (bollard's own default).
-const REQUEST_TIMEOUT_SECS: u64 = 120;
-
 /// Where an engine listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EngineUrl {
@@ -90,7 +87,11 @@ impl EngineUrl {
         path: &Path,
         version: &bollard::ClientVersion,
     ) -> Result<Docker, bollard::errors::Error> {
-        Docker::connect_with_unix(&path.display().to_string(), REQUEST_TIMEOUT_SECS, version)
+        Docker::connect_with_unix(
+            &path.display().to_string(),
+            crate::sandbox::docker::REQUEST_TIMEOUT_SECS,
+            version,
+        )
     }
 
     /// A client for `host:port` speaking API `version` (nothing is sent yet).
@@ -98,7 +99,11 @@ impl EngineUrl {
         addr: &str,
         version: &bollard::ClientVersion,
     ) -> Result<Docker, bollard::errors::Error> {
-        Docker::connect_with_http(&format!("tcp://{addr}"), REQUEST_TIMEOUT_SECS, version)
+        Docker::connect_with_http(
+            &format!("tcp://{addr}"),
+            crate::sandbox::docker::REQUEST_TIMEOUT_SECS,
+            version,
+        )
     }
 }
 

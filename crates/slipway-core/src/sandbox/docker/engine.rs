@@ -184,23 +184,17 @@ pub async fn connect_and_tell() -> Result<(Docker, EngineInfo), SandboxError> {
     let at_version = |version: &ClientVersion| match host.as_deref() {
         None => Some(Docker::connect_with_unix(
             DEFAULT_SOCKET,
-            DEFAULT_REQUEST_TIMEOUT_SECS,
+            REQUEST_TIMEOUT_SECS,
             version,
         )),
-        Some(h) if h.starts_with("unix://") => Some(Docker::connect_with_unix(
-            h,
-            DEFAULT_REQUEST_TIMEOUT_SECS,
-            version,
-        )),
+        Some(h) if h.starts_with("unix://") => {
+            Some(Docker::connect_with_unix(h, REQUEST_TIMEOUT_SECS, version))
+        }
         Some(h)
             if (h.starts_with("tcp://") || h.starts_with("http://"))
                 && std::env::var_os("DOCKER_TLS_VERIFY").is_none() =>
         {
-            Some(Docker::connect_with_http(
-                h,
-                DEFAULT_REQUEST_TIMEOUT_SECS,
-                version,
-            ))
+            Some(Docker::connect_with_http(h, REQUEST_TIMEOUT_SECS, version))
         }
         Some(_) => None,
     };
@@ -213,8 +207,8 @@ pub async fn connect_and_tell() -> Result<(Docker, EngineInfo), SandboxError> {
     }
 }
 
-/// bollard's own request timeout, kept for clients made at another version.
-const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+/// bollard's own request timeout, for every client slipway makes itself.
+pub(crate) const REQUEST_TIMEOUT_SECS: u64 = 120;
 
 /// The socket bollard's defaults use when `DOCKER_HOST` is unset.
 const DEFAULT_SOCKET: &str = "unix:///var/run/docker.sock";

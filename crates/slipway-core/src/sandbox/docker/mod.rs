@@ -45,6 +45,7 @@ mod one_process;
 mod reap;
 
 use crate::sandbox::lines::LineSplitter;
+pub(crate) use engine::REQUEST_TIMEOUT_SECS;
 pub use engine::{
     DockerConfig, EngineInfo, EngineKind, Mount, connect, connect_and_tell, handshake, host_user,
 };
